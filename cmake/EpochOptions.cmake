@@ -1,0 +1,35 @@
+# Compiler options shared by every Epoch target.
+
+option(EPOCH_WERROR "Treat warnings in Epoch's own code as errors" ON)
+set(EPOCH_SANITIZE "" CACHE STRING "Sanitizers: '', 'address', 'thread'")
+
+find_program(EPOCH_CCACHE ccache)
+if(EPOCH_CCACHE)
+  set(CMAKE_C_COMPILER_LAUNCHER ${EPOCH_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${EPOCH_CCACHE})
+endif()
+
+# Assertions stay on in every build type (CONVENTIONS.md: TigerStyle); never define NDEBUG.
+foreach(cfg RELEASE RELWITHDEBINFO MINSIZEREL)
+  string(REPLACE "-DNDEBUG" "" CMAKE_CXX_FLAGS_${cfg} "${CMAKE_CXX_FLAGS_${cfg}}")
+  string(REPLACE "-DNDEBUG" "" CMAKE_C_FLAGS_${cfg} "${CMAKE_C_FLAGS_${cfg}}")
+endforeach()
+
+if(EPOCH_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
+elseif(EPOCH_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT EPOCH_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "EPOCH_SANITIZE must be '', 'address' or 'thread', got '${EPOCH_SANITIZE}'")
+endif()
+
+# epoch_target_defaults(<target>): warnings for code we write (not generated or third-party code).
+function(epoch_target_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+                                           -Wimplicit-fallthrough)
+  if(EPOCH_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian packages Epoch needs, and only when one is missing.
+# Idempotent and quiet when everything is present; `apt-get update` runs only before an install.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake ninja-build g++ ccache pkg-config clang-format
+  # libraries
+  libasio-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  librocksdb-dev libfmt-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libpq-dev
+  # tools the tests and benchmarks use
+  etcd-client etcd-server postgresql
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done" >&2
