@@ -7,6 +7,9 @@ cd "$root"
 
 bash scripts/deps.sh
 preset=${EPOCH_TEST_PRESET:-release}
+# Let ccache reuse objects compiled from another checkout of the same sources (CI builds a fresh
+# clone in a new folder each time): hash paths relative to the checkout, not absolute ones.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 jobs=$(nproc)
 
 start=$(date +%s)
