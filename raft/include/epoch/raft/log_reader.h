@@ -10,8 +10,8 @@
 //     the snapshot's term; index 0 has term 0); std::nullopt outside that range. The caller tells
 //     "compacted" (i < FirstIndex() - 1) from "not yet there" (i > LastIndex()) by comparing.
 //   - Entries(lo, hi, max_bytes) requires FirstIndex() <= lo <= hi <= LastIndex() + 1 and returns
-//     entries [lo, hi), stopping early once the data size exceeds max_bytes, but always returning at
-//     least one entry when lo < hi.
+//     entries [lo, hi), stopping early once the data size exceeds max_bytes, but always returning
+//     at least one entry when lo < hi.
 //   - Reads do not fail: an implementation that meets an I/O error reading persisted entries stops
 //     the process (fail-stop, CONVENTIONS.md "Errors"), because a node that cannot read its own log
 //     cannot safely take part in the protocol.
