@@ -27,7 +27,9 @@ TEST_CASE("mvccpb.KeyValue uses etcd's field numbers", "[proto]") {
   kv.set_lease(6);
   // key=1 (0a), create_revision=2 (10), mod_revision=3 (18), version=4 (20), value=5 (2a),
   // lease=6 (30)
-  CHECK(Hex(kv.SerializeAsString()) == "0a016b1002180320042a017630" "06");
+  CHECK(Hex(kv.SerializeAsString()) ==
+        "0a016b1002180320042a017630"
+        "06");
 }
 
 TEST_CASE("mvccpb.Event round-trips with prev_kv", "[proto]") {
