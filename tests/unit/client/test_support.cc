@@ -1,0 +1,136 @@
+#include "test_support.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace epoch::client::testing {
+
+TempDir::TempDir(const std::string& prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    throw std::runtime_error("bind failed");
+  }
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  while (true) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return condition();
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+namespace {
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
+            const RunAs* run_as) {
+  // Everything the child needs is prepared before fork: between fork and exec only
+  // async-signal-safe calls (open, dup2, setgid, setgroups, setuid, execve).
+  std::vector<char*> args;
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const std::string log = log_path.string();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || in < 0) ::_exit(126);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+    if (run_as != nullptr) {
+      const gid_t groups[] = {run_as->gid};
+      if (::setgroups(1, groups) != 0 || ::setgid(run_as->gid) != 0 || ::setuid(run_as->uid) != 0) {
+        ::_exit(125);
+      }
+    }
+    ::execve(args[0], args.data(), environ);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv,
+                           const std::filesystem::path& log_path, const RunAs* run_as)
+    : pid_(Spawn(argv, log_path, run_as)) {}
+
+ChildProcess::~ChildProcess() {
+  if (!Stop(SIGTERM, std::chrono::milliseconds(10'000))) Stop(SIGKILL, std::chrono::seconds(10));
+}
+
+bool ChildProcess::Running() {
+  if (reaped_) return false;
+  int status = 0;
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+bool ChildProcess::Stop(int signal, std::chrono::milliseconds grace) {
+  if (!Running()) return true;
+  ::kill(pid_, signal);
+  return WaitFor([this] { return !Running(); }, grace);
+}
+
+int RunCommand(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
+               const RunAs* run_as) {
+  const pid_t pid = Spawn(argv, log_path, run_as);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Tail(const std::filesystem::path& path, std::size_t max_bytes) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+}
+
+}  // namespace epoch::client::testing
