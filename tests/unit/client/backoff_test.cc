@@ -10,7 +10,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
-TEST_CASE("Backoff delay stays within [0.5, 1.5) of min(cap, base*2^attempt)",
+TEST_CASE("Backoff delay stays between 0.5 and 1.5 times min(cap, base*2^attempt)",
           "[client][backoff]") {
   Backoff backoff(BackoffOptions{milliseconds(10), milliseconds(1000), 0}, 42);
   const std::vector<milliseconds> ceilings = {
@@ -28,7 +28,7 @@ TEST_CASE("Backoff delay stays within [0.5, 1.5) of min(cap, base*2^attempt)",
   REQUIRE(backoff.attempt() == 10);
 }
 
-TEST_CASE("Backoff with the same seed repeats; different seeds differ", "[client][backoff]") {
+TEST_CASE("Backoff with the same seed repeats, different seeds differ", "[client][backoff]") {
   const BackoffOptions options{milliseconds(5), milliseconds(500), 0};
   Backoff a(options, 7);
   Backoff b(options, 7);
@@ -63,7 +63,7 @@ TEST_CASE("Backoff jitter covers its range and averages to the ceiling", "[clien
   REQUIRE(sum / samples == Approx(1.0).epsilon(0.02));
 }
 
-TEST_CASE("Backoff Reset restarts from base; max_attempts bounds the loop", "[client][backoff]") {
+TEST_CASE("Backoff Reset restarts from base, max_attempts bounds the loop", "[client][backoff]") {
   Backoff backoff(BackoffOptions{milliseconds(1), milliseconds(64), 3}, 9);
   REQUIRE_FALSE(backoff.Exhausted());
   (void)backoff.NextDelay();

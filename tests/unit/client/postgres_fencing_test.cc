@@ -146,7 +146,7 @@ TEST_CASE("PostgreSQL: a racing older token waits on the row lock, then is rejec
   }
 }
 
-TEST_CASE("PostgreSQL: stages in order; replays refused; errors are not stale tokens",
+TEST_CASE("PostgreSQL: stages in order, replays refused, errors are not stale tokens",
           "[client][fencing][postgres]") {
   PostgresServer server;
   Setup(server);

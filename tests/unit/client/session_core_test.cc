@@ -84,7 +84,7 @@ TEST_CASE("Steady renewals every TTL/3 keep the session healthy indefinitely",
   REQUIRE(core.counters().keepalive_acks == 100);
 }
 
-TEST_CASE("No acknowledgement within TTL/3 degrades; the next acknowledgement recovers",
+TEST_CASE("No acknowledgement within TTL/3 degrades, the next acknowledgement recovers",
           "[client][session]") {
   FakeClock clock;
   SessionCore core(Options(), &clock);
@@ -212,7 +212,7 @@ TEST_CASE("A reply with TTL <= 0 means the lease is gone: lost at once", "[clien
   REQUIRE(core.stop_token().stop_requested());
 }
 
-TEST_CASE("A broken keep-alive stream degrades at once; restored plus ack recovers",
+TEST_CASE("A broken keep-alive stream degrades at once, restored plus ack recovers",
           "[client][session]") {
   FakeClock clock;
   SessionCore core(Options(), &clock);
