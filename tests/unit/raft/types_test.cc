@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "epoch/raft/types.h"
+
+#include <catch2/catch.hpp>
 
 namespace epoch::raft {
 namespace {

@@ -70,6 +70,7 @@ struct Message {
   std::uint64_t round = 0;    // heartbeat round (leader -> follower, echoed back)
   std::uint64_t context = 0;  // ReadIndex request id
   bool transfer = false;      // vote requests started by TimeoutNow
+  bool via_lease = false;     // ReadIndexResponse: confirmed by the leader lease
 
   std::optional<SnapshotMeta> snapshot;  // kInstallSnapshot only
 

@@ -67,6 +67,7 @@ enum class ReadIndexOutcome : std::uint8_t {
   kLease,      // leader with a valid lease: the ReadState is in the next Ready (via_lease)
   kPending,    // leader: waits for a heartbeat round (or for the first commit of its term)
   kForwarded,  // follower: asked the leader; the ReadState comes when it answers
+  kConfirmed,  // single-voter leader: the ReadState is in the next Ready (no round needed)
   kNoLeader,   // no known leader: retry later
 };
 

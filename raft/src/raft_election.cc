@@ -1,0 +1,197 @@
+// Leader election (Raft §5.2, §5.4.1), PreVote (dissertation §9.6), vote withholding and the
+// adaptive election timeout.
+#include <algorithm>
+
+#include "quorum.h"
+#include "raft.h"
+
+namespace epoch::raft {
+
+void Raft::Campaign() { StartCampaign(/*transfer=*/false); }
+
+void Raft::StartCampaign(bool transfer) {
+  if (role_ == Role::kLeader) return;
+  if (!Promotable()) {
+    Log(LogLevel::kDebug, "not campaigning: not a voter");
+    return;
+  }
+  if (HasUnappliedConfChanges()) {
+    // Our voter set may be about to change; campaigning with the old one could split the cluster.
+    Log(LogLevel::kInfo, "not campaigning: committed conf changes are not applied yet");
+    return;
+  }
+  campaigned_without_leader_ = true;
+  if (config_.pre_vote && !transfer) {
+    CampaignRound(MessageType::kPreVote, false);
+  } else {
+    CampaignRound(MessageType::kRequestVote, transfer);
+  }
+}
+
+void Raft::CampaignRound(MessageType type, bool transfer) {
+  Term vote_term;
+  if (type == MessageType::kPreVote) {
+    BecomePreCandidate();
+    vote_term = term_.Next();
+  } else {
+    BecomeCandidate();
+    vote_term = term_;
+  }
+  votes_[id_] = true;  // our own (pre)vote; a real one is in the hard state of this Ready
+  if (TallyVotes(conf_.voters, votes_) == VoteOutcome::kWon) {  // a single voter
+    if (type == MessageType::kPreVote) {
+      CampaignRound(MessageType::kRequestVote, transfer);
+    } else {
+      BecomeLeader();
+    }
+    return;
+  }
+  const LogIndex last_index = log_.LastIndex();
+  const Term last_term = log_.LastTerm();
+  for (NodeId voter : conf_.voters) {
+    if (voter == id_) continue;
+    Message m;
+    m.type = type;
+    m.to = voter;
+    m.term = vote_term;
+    m.index = last_index;
+    m.log_term = last_term;
+    m.transfer = transfer;
+    Send(std::move(m));
+  }
+}
+
+bool Raft::ShouldWithholdVote(const Message& m) const {
+  // A vote started by TimeoutNow comes from a transfer the leader itself asked for (and it stopped
+  // its lease reads first).
+  if (m.transfer || config_.mutations.vote_while_leader_live) return false;
+  if (role_ == Role::kLeader) return true;
+  // DESIGN.md §4: the leader lease assumes no voter helps elect a new leader within the election
+  // floor after it heard from the current one.
+  return ticks_since_leader_contact_ < config_.election_timeout_min_ticks;
+}
+
+void Raft::HandleVoteRequest(const Message& m) {
+  const bool pre = m.type == MessageType::kPreVote;
+  // Raft §5.2: at most one vote per term, first come first served. A pre-vote for a later term
+  // promises nothing.
+  const bool can_vote =
+      vote_ == m.from || (vote_ == kNoNode && leader_ == kNoNode) || (pre && m.term > term_);
+  // Raft §5.4.1: only for a candidate whose log is at least as up-to-date as ours.
+  const bool log_ok =
+      config_.mutations.no_election_restriction || log_.IsUpToDate(m.index, m.log_term);
+  Message resp;
+  resp.type = pre ? MessageType::kPreVoteResponse : MessageType::kRequestVoteResponse;
+  resp.to = m.from;
+  if (can_vote && log_ok) {
+    resp.term = m.term;
+    if (!pre) {
+      election_elapsed_ = 0;
+      vote_ = m.from;
+    }
+    Log(LogLevel::kDebug, "granted {} to {} at term {}", MessageTypeName(m.type), m.from, m.term);
+  } else {
+    resp.term = term_;
+    resp.reject = true;
+  }
+  Send(std::move(resp));
+}
+
+StepResult Raft::HandleVoteResponse(const Message& m) {
+  votes_.emplace(m.from, !m.reject);  // the first answer of each voter counts
+  switch (TallyVotes(conf_.voters, votes_)) {
+    case VoteOutcome::kWon:
+      if (role_ == Role::kPreCandidate) {
+        CampaignRound(MessageType::kRequestVote, false);
+      } else {
+        BecomeLeader();
+      }
+      break;
+    case VoteOutcome::kLost:
+      Log(LogLevel::kInfo, "lost the {} at term {}", RoleName(role_), m.term);
+      BecomeFollower(term_, kNoNode);
+      break;
+    case VoteOutcome::kPending: break;
+  }
+  return StepResult::kOk;
+}
+
+bool Raft::Promotable() const { return IsVoter(conf_, id_); }
+
+bool Raft::HasUnappliedConfChanges() const {
+  if (log_.HasPendingSnapshot()) return true;
+  LogIndex lo = applied_.Next();
+  const LogIndex hi = log_.committed().Next();
+  while (lo < hi) {
+    std::vector<Entry> entries = log_.Slice(lo, hi, 1U << 20);
+    for (const Entry& e : entries) {
+      if (e.type == EntryType::kConfChange) return true;
+    }
+    lo = entries.back().index.Next();
+  }
+  return false;
+}
+
+void Raft::HeardFromLeader(NodeId leader) {
+  if (leader_ == kNoNode) leader_ = leader;
+  if (last_leader_message_tick_ >= 0) {
+    const std::int64_t gap = now_ - last_leader_message_tick_;
+    // A gap as long as the timeout is an outage (handled by elections), not latency.
+    if (gap < timeout_base_) leader_gap_ticks_.Observe(gap, now_);
+  }
+  last_leader_message_tick_ = now_;
+  ticks_since_leader_contact_ = 0;
+  election_elapsed_ = 0;
+  campaigned_without_leader_ = false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adaptive election timeout (DESIGN.md §3): drawn from [T, T + jitter), floor <= T <= cap.
+
+void Raft::RedrawElectionTimeout() {
+  randomized_election_timeout_ = timeout_base_ + rng_.Uniform(config_.election_jitter_ticks);
+}
+
+void Raft::BackOffElectionTimeout() {
+  const std::int64_t step = std::max<std::int64_t>(1, config_.election_timeout_min_ticks / 2);
+  const std::int64_t raised = std::min(config_.max_election_timeout_ticks, timeout_base_ + step);
+  if (raised != timeout_base_) {
+    Log(LogLevel::kInfo, "election produced no leader: timeout base {} -> {}", timeout_base_,
+        raised);
+    timeout_base_ = raised;
+    RedrawElectionTimeout();
+  }
+}
+
+std::int64_t Raft::LatencyTargetBase() const {
+  const std::int64_t gap = leader_gap_ticks_.Get(now_);
+  const std::int64_t latency =
+      std::max(round_trip_ticks_.Get(now_), persist_latency_ticks_.Get(now_));
+  const std::int64_t target = std::max({config_.election_timeout_min_ticks, 2 * gap, 4 * latency});
+  return std::min(target, config_.max_election_timeout_ticks);
+}
+
+void Raft::MaybeAdaptElectionTimeout() {
+  const std::int64_t target = LatencyTargetBase();
+  if (target > timeout_base_) {
+    Log(LogLevel::kInfo, "high latency: timeout base {} -> {}", timeout_base_, target);
+    timeout_base_ = target;
+    RedrawElectionTimeout();
+    return;
+  }
+  // Decay halfway back towards the target after 4 T of stable leadership.
+  if (timeout_base_ > target && stable_leadership_ticks_ >= 4 * timeout_base_) {
+    const std::int64_t floor = config_.election_timeout_min_ticks;
+    const std::int64_t step = std::max<std::int64_t>(1, (timeout_base_ - floor) / 2);
+    timeout_base_ = std::max(target, timeout_base_ - step);
+    stable_leadership_ticks_ = 0;
+    RedrawElectionTimeout();
+  }
+}
+
+void Raft::ObservePersistLatency(std::int64_t ticks) {
+  // Not filtered: a disk slower than the timeout is exactly what must raise it (up to the cap).
+  persist_latency_ticks_.Observe(ticks, now_);
+}
+
+}  // namespace epoch::raft
