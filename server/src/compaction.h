@@ -1,0 +1,34 @@
+// Compaction of the MVCC history (etcd Compact; etcd-v3-wire.md §2c item 7).
+//
+// Compacting at revision C drops, for every key, each history entry with main revision <= C
+// except the key's last entry at or before C when that entry is a Put (the key's value as of C).
+// Reads at revisions >= C stay exact; reads below C fail as compacted. Unlike etcd we also keep a
+// tombstone whose revision is exactly C (until the next compaction), so a watch resuming at
+// start_revision = C — what clients do after ErrCompacted — still receives that revision's
+// DELETE events.
+//
+// The work is done synchronously, inside the applied entry's write batch.
+//
+// Thread-safety: applier thread only.
+#pragma once
+
+#include <rocksdb/utilities/write_batch_with_index.h>
+
+#include <cstdint>
+
+#include "epoch/status.h"
+#include "epoch/strong_int.h"
+#include "store_reader.h"
+
+namespace epoch::server {
+
+struct CompactionStats {
+  std::int64_t entries_removed = 0;
+  std::int64_t entries_kept = 0;
+};
+
+// Removes the history below `compact_to` from the pending batch. `reader` reads through `batch`.
+Result<CompactionStats> CompactHistory(const StoreReader& reader,
+                                       rocksdb::WriteBatchWithIndex* batch, Revision compact_to);
+
+}  // namespace epoch::server

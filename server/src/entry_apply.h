@@ -1,0 +1,31 @@
+// Applying one Raft log command (epoch.v1.InternalRequest) to the pending write batch: validation,
+// the idempotency table, and dispatch to the KV, compaction and lease code. Deterministic: it
+// reads only the store and the request (including the leader's cluster-clock stamp).
+//
+// Thread-safety: applier thread only.
+#pragma once
+
+#include <rocksdb/utilities/write_batch_with_index.h>
+
+#include "epoch/server/kv_store.h"
+#include "epoch/status.h"
+#include "epoch/v1/internal.pb.h"
+#include "store_reader.h"
+
+namespace epoch::server {
+
+struct EntryContext {
+  // Reads through `batch`.
+  const StoreReader* reader;
+  rocksdb::WriteBatchWithIndex* batch;
+  const KvStoreOptions* options;
+};
+
+// Applies `request` on top of `*meta`, which is updated when the request succeeds (revision,
+// compact revision). The caller has already advanced meta->cluster_time_ms. A request error
+// leaves no trace in the batch (except idempotency bookkeeping) and is returned in
+// ApplyResult::status; a storage error is returned as a failed Result.
+Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
+                               const v1::InternalRequest& request);
+
+}  // namespace epoch::server

@@ -1,0 +1,50 @@
+// etcd's KV write semantics — Put, DeleteRange, Txn — applied inside one WriteTxn
+// (etcd-io/etcd:etcdserver/apply.go Put, DeleteRange, Txn, checkRequestPut, checkRequestRange;
+// etcd-v3-wire.md §2c items 1–3). Requests are validated (kv_validation.h) before they get here.
+//
+// Response headers carry only the revision; the gRPC layer fills cluster, member and term.
+//   - Put: header.revision = the new revision; prev_kv on request. A Put with a lease requires the
+//     lease to exist ("requested lease not found"); ignore_value/ignore_lease require the key to
+//     exist ("key not found") and keep its value/lease.
+//   - DeleteRange: header.revision = the new revision if a key was deleted, else the current one.
+//   - Txn: all compares (nested ones on taken branches too) are evaluated first on the state
+//     before the txn; then the lease/key checks of every Put and the revision checks of every
+//     Range on the taken path; only then are the ops executed in order, each seeing the writes
+//     before it. Nested ops' headers carry the revision they saw; a nested txn's header is empty.
+//
+// Thread-safety: applier thread only (ExecuteReadOnlyTxn: any thread, on its own reader).
+#pragma once
+
+#include "epoch/status.h"
+#include "etcdserverpb/rpc.pb.h"
+#include "range_query.h"
+#include "store_reader.h"
+#include "write_txn.h"
+
+namespace epoch::server {
+
+class KvApplier {
+ public:
+  // `txn` null: read-only execution at ctx.current (Txn with no writes only).
+  KvApplier(ReadContext ctx, WriteTxn* txn) : ctx_(ctx), txn_(txn) {}
+
+  Result<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& r);
+  Result<etcdserverpb::DeleteRangeResponse> DeleteRange(const etcdserverpb::DeleteRangeRequest& r);
+  Result<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& r);
+
+ private:
+  // The view for reads now (inside a write txn: including its writes so far).
+  [[nodiscard]] ReadContext Now() const;
+  Result<etcdserverpb::TxnResponse> ExecuteTxn(const etcdserverpb::TxnRequest& r,
+                                               const std::vector<bool>& path, std::size_t* pos);
+  Status ExecuteOp(const etcdserverpb::RequestOp& op, const std::vector<bool>& path,
+                   std::size_t* pos, etcdserverpb::ResponseOp* out);
+
+  ReadContext ctx_;
+  WriteTxn* txn_;
+};
+
+// Lease existence, as the Put checks need it.
+Result<bool> LeaseExists(const StoreReader& reader, LeaseId id);
+
+}  // namespace epoch::server

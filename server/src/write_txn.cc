@@ -1,0 +1,80 @@
+#include "write_txn.h"
+
+#include <string>
+
+#include "epoch/v1/internal.pb.h"
+#include "mvcc_read.h"
+
+namespace epoch::server {
+
+namespace {
+
+rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace
+
+WriteTxn::WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin)
+    : reader_(reader), batch_(batch), begin_(begin) {}
+
+Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type,
+                             const mvccpb::KeyValue& kv) {
+  v1::StoredEvent record;
+  record.set_type(type);
+  *record.mutable_kv() = kv;
+  EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(RevisionKey(pair), record.SerializeAsString())));
+  const char marker = type == mvccpb::Event::PUT ? kIndexPut : kIndexTombstone;
+  return Rocks(batch_->Put(IndexKey(kv.key(), pair), ToSlice(std::string_view(&marker, 1))));
+}
+
+Result<mvccpb::KeyValue> WriteTxn::Put(std::string_view key, std::string_view value, LeaseId lease,
+                                       const mvccpb::KeyValue* prev) {
+  const RevisionPair pair = NextPair();
+  mvccpb::KeyValue kv;
+  kv.set_key(std::string(key));
+  kv.set_value(std::string(value));
+  kv.set_mod_revision(pair.main);
+  kv.set_create_revision(prev != nullptr ? prev->create_revision() : pair.main);
+  kv.set_version(prev != nullptr ? prev->version() + 1 : 1);
+  kv.set_lease(lease.value());
+
+  EPOCH_RETURN_IF_ERROR(WriteRecord(pair, mvccpb::Event::PUT, kv));
+  EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(LatestKey(key), kv.SerializeAsString())));
+  if (prev != nullptr && prev->lease() != 0 && prev->lease() != lease.value()) {
+    EPOCH_RETURN_IF_ERROR(Rocks(batch_->Delete(LeaseAttachKey(LeaseId(prev->lease()), key))));
+  }
+  if (!lease.IsZero()) {
+    EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(LeaseAttachKey(lease, key), rocksdb::Slice())));
+  }
+
+  mvccpb::Event& ev = events_.emplace_back();
+  ev.set_type(mvccpb::Event::PUT);
+  *ev.mutable_kv() = kv;
+  if (prev != nullptr) *ev.mutable_prev_kv() = *prev;
+  return kv;
+}
+
+Result<std::vector<mvccpb::KeyValue>> WriteTxn::DeleteRange(const KeyRange& range) {
+  // Read first, then write: the batch must not change under the iterator.
+  Result<RawRange> live = ReadRangeAt(*reader_, range, current(), /*at_current=*/true, 0, false);
+  if (!live.ok()) return live.status();
+  for (const mvccpb::KeyValue& prev : live->kvs) {
+    const RevisionPair pair = NextPair();
+    // A DELETE event carries only the key and the deletion revision (etcd: mod_revision).
+    mvccpb::KeyValue tombstone;
+    tombstone.set_key(prev.key());
+    tombstone.set_mod_revision(pair.main);
+    EPOCH_RETURN_IF_ERROR(WriteRecord(pair, mvccpb::Event::DELETE, tombstone));
+    EPOCH_RETURN_IF_ERROR(Rocks(batch_->Delete(LatestKey(prev.key()))));
+    if (prev.lease() != 0) {
+      EPOCH_RETURN_IF_ERROR(
+          Rocks(batch_->Delete(LeaseAttachKey(LeaseId(prev.lease()), prev.key()))));
+    }
+    mvccpb::Event& ev = events_.emplace_back();
+    ev.set_type(mvccpb::Event::DELETE);
+    *ev.mutable_kv() = std::move(tombstone);
+    *ev.mutable_prev_kv() = prev;
+  }
+  return std::move(live->kvs);
+}
+
+}  // namespace epoch::server

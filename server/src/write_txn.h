@@ -1,0 +1,56 @@
+// WriteTxn: the writes of one applied entry. All of them share one new main revision
+// (begin + 1) and get sub-revisions 0, 1, ... in order (etcd-v3-wire.md §2c item 1); nothing
+// changes the revision unless at least one key is written. Each write updates, in the pending
+// batch: the revision record, the per-key history, the latest table and the lease attachments,
+// and records the event (with prev_kv) for Watch.
+//
+// Thread-safety: applier thread only.
+#pragma once
+
+#include <rocksdb/utilities/write_batch_with_index.h>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "epoch/status.h"
+#include "epoch/strong_int.h"
+#include "key_encoding.h"
+#include "mvccpb/kv.pb.h"
+#include "store_reader.h"
+
+namespace epoch::server {
+
+class WriteTxn {
+ public:
+  // `reader` must read through `batch`.
+  WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin);
+
+  [[nodiscard]] Revision begin() const { return begin_; }
+  // The revision reads inside this entry see: begin, or begin + 1 once something was written.
+  [[nodiscard]] Revision current() const { return changed() ? begin_.Next() : begin_; }
+  [[nodiscard]] bool changed() const { return next_sub_ > 0; }
+
+  // Writes key = value attached to `lease` (0: none) and returns the new key-value. `prev` is the
+  // key's current value, if any (the caller has usually read it already).
+  Result<mvccpb::KeyValue> Put(std::string_view key, std::string_view value, LeaseId lease,
+                               const mvccpb::KeyValue* prev);
+  // Deletes every live key in `range`; returns the deleted key-values in key order.
+  Result<std::vector<mvccpb::KeyValue>> DeleteRange(const KeyRange& range);
+
+  [[nodiscard]] const std::vector<mvccpb::Event>& events() const { return events_; }
+  std::vector<mvccpb::Event> TakeEvents() { return std::move(events_); }
+
+ private:
+  RevisionPair NextPair() { return RevisionPair{begin_.value() + 1, next_sub_++}; }
+  Status WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, const mvccpb::KeyValue& kv);
+  Status Rocks(const rocksdb::Status& s) { return FromRocks(s, "write batch"); }
+
+  const StoreReader* reader_;
+  rocksdb::WriteBatchWithIndex* batch_;
+  const Revision begin_;
+  std::int64_t next_sub_ = 0;
+  std::vector<mvccpb::Event> events_;
+};
+
+}  // namespace epoch::server
