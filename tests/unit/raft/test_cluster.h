@@ -25,6 +25,35 @@ inline NodeId Id(std::uint64_t v) { return NodeId(v); }
 inline LogIndex Idx(std::uint64_t v) { return LogIndex(v); }
 inline Term T(std::uint64_t v) { return Term(v); }
 
+// Entries with the given terms at indexes first, first + 1, ... (data "i<index>").
+inline std::vector<Entry> EntriesWithTerms(std::uint64_t first, const std::vector<int>& terms) {
+  std::vector<Entry> out;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    const std::uint64_t index = first + k;
+    out.push_back(Entry{Term(static_cast<std::uint64_t>(terms[k])), LogIndex(index),
+                        EntryType::kNormal, "i" + std::to_string(index)});
+  }
+  return out;
+}
+
+inline Message Msg(MessageType type, std::uint64_t from, std::uint64_t to, std::uint64_t term) {
+  Message m;
+  m.type = type;
+  m.from = NodeId(from);
+  m.to = NodeId(to);
+  m.term = Term(term);
+  return m;
+}
+
+// Messages of `type` in `messages`.
+inline std::vector<Message> OfType(const std::vector<Message>& messages, MessageType type) {
+  std::vector<Message> out;
+  for (const Message& m : messages) {
+    if (m.type == type) out.push_back(m);
+  }
+  return out;
+}
+
 inline Config TestConfig(std::uint64_t id) {
   Config c;
   c.id = NodeId(id);
@@ -54,16 +83,40 @@ class TestCluster {
 
   // Nodes 1..n, all initial voters, bootstrapped; node i gets seed base_seed + i.
   explicit TestCluster(std::size_t n, const ConfigTweak& tweak = {}, std::uint64_t base_seed = 1) {
-    std::vector<NodeId> voters;
-    for (std::uint64_t i = 1; i <= n; ++i) voters.push_back(NodeId(i));
+    for (std::uint64_t i = 1; i <= n; ++i) voters_.push_back(NodeId(i));
     for (std::uint64_t i = 1; i <= n; ++i) {
       TestNode& t = nodes_[NodeId(i)];
-      *t.log = MemoryLog::Bootstrapped(voters);
+      *t.log = MemoryLog::Bootstrapped(voters_);
       t.config = TestConfig(i);
       if (tweak) tweak(t.config);
       t.seed = base_seed + i;
       t.node = std::make_unique<Node>(t.config, *t.log, t.seed);
+      // Prefer a seed whose first timeout exceeds the floor, so PassBootWindow() can tick through
+      // the boot vote-withholding window without an election (deterministic: same seeds always).
+      while (t.node->election_timeout_ticks() <= t.config.election_timeout_min_ticks) {
+        t.seed += 1000;
+        t.node = std::make_unique<Node>(t.config, *t.log, t.seed);
+      }
     }
+  }
+
+  // Rebuilds node `id` from a bootstrapped log followed by `entries` (indexes from 2) and `hs`.
+  void SetLog(std::uint64_t id, const std::vector<Entry>& entries, HardState hs) {
+    TestNode& t = at(id);
+    *t.log = MemoryLog::Bootstrapped(voters_);
+    t.log->Append(entries);
+    t.log->SetHardState(hs);
+    t.node = std::make_unique<Node>(t.config, *t.log, t.seed);
+  }
+
+  // Ticks every node through its boot vote-withholding window (one floor). Returns false if a
+  // node's election timer fired meanwhile (then pick another seed).
+  bool PassBootWindow() {
+    for (auto& [id, t] : nodes_) {
+      for (int i = 0; i < t.config.election_timeout_min_ticks; ++i) t.node->Tick();
+      if (t.node->role() != Role::kFollower) return false;
+    }
+    return true;
   }
 
   // Adds a node with an empty log (to join through a conf change).
@@ -219,6 +272,7 @@ class TestCluster {
     return drop_ && drop_(m);
   }
 
+  std::vector<NodeId> voters_;
   std::map<NodeId, TestNode> nodes_;
   std::deque<Message> queue_;
   std::vector<Message> sent_;
