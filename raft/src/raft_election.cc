@@ -192,6 +192,7 @@ void Raft::MaybeAdaptElectionTimeout() {
 void Raft::ObservePersistLatency(std::int64_t ticks) {
   // Not filtered: a disk slower than the timeout is exactly what must raise it (up to the cap).
   persist_latency_ticks_.Observe(ticks, now_);
+  MaybeAdaptElectionTimeout();
 }
 
 }  // namespace epoch::raft

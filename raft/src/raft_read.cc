@@ -20,7 +20,10 @@ void Raft::AckRound(Progress& pr, std::uint64_t round) {
   pr.acked_round = round;
   if (std::optional<std::int64_t> sent = rounds_.SentTick(round)) {
     const std::int64_t rtt = now_ - *sent;
-    if (rtt < timeout_base_) round_trip_ticks_.Observe(rtt, now_);
+    if (rtt < timeout_base_) {
+      round_trip_ticks_.Observe(rtt, now_);
+      MaybeAdaptElectionTimeout();
+    }
   }
   UpdateQuorumRound();
 }

@@ -1,0 +1,227 @@
+// Elections beyond the paper: PreVote, CheckQuorum, vote withholding (DESIGN.md §3–4) and the
+// adaptive election timeout.
+#include <catch2/catch.hpp>
+
+#include "test_cluster.h"
+
+namespace epoch::raft::test {
+namespace {
+
+TEST_CASE(
+    "pre-vote: a partitioned node does not inflate its term nor disrupt the leader on "
+    "return",
+    "[raft][prevote]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  const Term term = c.node(1).term();
+  c.Isolate(3);
+  c.Run(100);
+  CHECK(c.node(3).term() == term);  // pre-votes never succeeded, so it never became candidate
+  CHECK(c.CountSent(MessageType::kPreVote, 3) > 0);
+  CHECK(c.CountSent(MessageType::kRequestVote, 3) == 0);
+  c.Heal();
+  c.Run(30);
+  CHECK(c.node(1).role() == Role::kLeader);
+  CHECK(c.node(1).term() == term);
+  CHECK(c.node(3).leader() == Id(1));
+}
+
+TEST_CASE("without pre-vote a partitioned node's term grows and deposes the leader on return",
+          "[raft][prevote]") {
+  TestCluster c(3, [](Config& k) { k.pre_vote = false; });
+  c.BootAndElect(1);
+  const Term term = c.node(1).term();
+  c.Isolate(3);
+  c.Run(100);
+  CHECK(c.node(3).term() > term);
+  c.Heal();
+  c.Run(60);
+  // The old leader learned the higher term and had to step down; a later election ran.
+  CHECK(c.node(1).term() > term);
+}
+
+TEST_CASE("check quorum: a leader that cannot hear a quorum steps down within the floor",
+          "[raft][checkquorum]") {
+  for (bool check_quorum : {true, false}) {
+    CAPTURE(check_quorum);
+    TestCluster c(3, [&](Config& k) { k.check_quorum = check_quorum; });
+    c.BootAndElect(1);
+    c.Isolate(1);
+    const int floor = c.at(1).config.election_timeout_min_ticks;
+    c.Run(2 * floor);
+    CHECK((c.node(1).role() == Role::kLeader) == !check_quorum);
+  }
+}
+
+TEST_CASE(
+    "vote withholding: (pre)votes are refused while a live leader was heard within the "
+    "floor",
+    "[raft][withhold]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  const Term term = c.node(1).term();
+  for (MessageType type : {MessageType::kPreVote, MessageType::kRequestVote}) {
+    CAPTURE(MessageTypeName(type));
+    Message m = Msg(type, 3, 2, term.value() + 1);
+    m.index = c.node(3).last_index();
+    m.log_term = term;
+    CHECK(c.node(2).Step(m) == StepResult::kWithheld);
+    CHECK(c.node(2).term() == term);
+    // The leader itself withholds too.
+    m.to = Id(1);
+    CHECK(c.node(1).Step(m) == StepResult::kWithheld);
+    CHECK(c.node(1).role() == Role::kLeader);
+  }
+  // Once the leader has been silent for a floor, node 2 answers again.
+  c.Isolate(1);
+  const int floor = c.at(2).config.election_timeout_min_ticks;
+  for (int i = 0; i < floor; ++i) c.node(2).Tick();
+  Message m = Msg(MessageType::kPreVote, 3, 2, term.value() + 1);
+  m.index = c.node(3).last_index();
+  m.log_term = term;
+  CHECK(c.node(2).Step(m) == StepResult::kOk);
+}
+
+TEST_CASE("vote withholding: a request started by TimeoutNow is not withheld", "[raft][withhold]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  Message m = Msg(MessageType::kRequestVote, 3, 2, c.node(1).term().value() + 1);
+  m.index = c.node(3).last_index();
+  m.log_term = c.node(1).term();
+  m.transfer = true;
+  CHECK(c.node(2).Step(m) == StepResult::kOk);
+  CHECK(c.node(2).Status().vote == Id(3));
+}
+
+TEST_CASE("vote withholding: a restarted node withholds for one floor after boot",
+          "[raft][withhold]") {
+  // It may have acknowledged a leader's heartbeat just before it crashed: a leader lease counts on
+  // that acknowledgement for a whole floor.
+  TestCluster c(3);
+  c.BootAndElect(1);
+  const Term term = c.node(1).term();
+  c.Restart(2);
+  Message m = Msg(MessageType::kPreVote, 3, 2, term.value() + 1);
+  m.index = c.node(3).last_index();
+  m.log_term = term;
+  CHECK(c.node(2).Step(m) == StepResult::kWithheld);
+  const int floor = c.at(2).config.election_timeout_min_ticks;
+  for (int i = 0; i < floor - 1; ++i) c.node(2).Tick();
+  CHECK(c.node(2).Step(m) == StepResult::kWithheld);
+  c.node(2).Tick();
+  CHECK(c.node(2).Step(m) == StepResult::kOk);
+}
+
+TEST_CASE("a restarted node keeps its term and vote", "[raft][restart]") {
+  TestCluster c(3, [](Config& k) { k.pre_vote = false; });
+  REQUIRE(c.PassBootWindow());
+  c.Elect(2);
+  const Term term = c.node(1).term();
+  REQUIRE(c.node(1).Status().vote == Id(2));
+  c.Restart(1);
+  CHECK(c.node(1).term() == term);
+  CHECK(c.node(1).Status().vote == Id(2));
+  CHECK(c.node(1).role() == Role::kFollower);
+}
+
+TEST_CASE("adaptive timeout: elections that produce no leader back off up to the cap",
+          "[raft][adaptive]") {
+  TestCluster c(3);
+  for (std::uint64_t id = 1; id <= 3; ++id) c.Isolate(id);
+  Node& n = c.node(1);
+  const Config& k = c.at(1).config;
+  CHECK(n.election_timeout_base_ticks() == k.election_timeout_min_ticks);
+  std::vector<std::int64_t> bases;
+  for (int i = 0; i < 600; ++i) {
+    c.Tick(1);
+    c.Stabilize();
+    if (bases.empty() || bases.back() != n.election_timeout_base_ticks()) {
+      bases.push_back(n.election_timeout_base_ticks());
+    }
+  }
+  REQUIRE(bases.size() >= 3);
+  CHECK(std::is_sorted(bases.begin(), bases.end()));
+  CHECK(bases.back() == k.max_election_timeout_ticks);
+  CHECK(n.election_timeout_ticks() >= k.max_election_timeout_ticks);
+
+  // Once a leader is stable again, the base decays back to the floor.
+  c.Heal();
+  c.Run(100);
+  REQUIRE(c.Leader() != kNoNode);
+  c.Run(1500);
+  CHECK(n.election_timeout_base_ticks() == k.election_timeout_min_ticks);
+}
+
+TEST_CASE("adaptive timeout: slow persistence raises the base, and it decays back",
+          "[raft][adaptive]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  Node& f = c.node(2);
+  const Config& k = c.at(2).config;
+  REQUIRE(f.election_timeout_base_ticks() == k.election_timeout_min_ticks);
+  // Node 2's disk takes 6 ticks per write (it still hears heartbeats meanwhile).
+  REQUIRE(c.node(1).Propose({"slow"}).ok());
+  c.Process(1);
+  c.DeliverQueued();
+  Ready rd = f.GetReady();
+  REQUIRE(rd.must_sync);
+  for (int i = 0; i < 6; ++i) f.Tick();
+  f.Advance(rd);
+  CHECK(f.election_timeout_base_ticks() == 24);  // 4 x the persist latency
+  CHECK(f.election_timeout_ticks() >= 24);
+  c.Run(1500);
+  CHECK(f.election_timeout_base_ticks() == k.election_timeout_min_ticks);
+}
+
+TEST_CASE("adaptive timeout: a high heartbeat round trip raises the leader's base",
+          "[raft][adaptive]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  Node& leader = c.node(1);
+  REQUIRE(leader.election_timeout_base_ticks() == 10);
+  // Heartbeats go out, and their answers are held for 7 ticks.
+  c.Tick(1, 2);
+  c.Process(1);
+  c.DeliverQueued();
+  c.ProcessAll();
+  std::deque<Message> held;
+  held.swap(c.queue());
+  for (int i = 0; i < 7; ++i) {
+    leader.Tick();
+  }
+  for (Message& m : held) leader.Step(m);
+  CHECK(leader.election_timeout_base_ticks() == 28);
+}
+
+TEST_CASE("a single voter elects itself at once", "[raft]") {
+  TestCluster c(1);
+  c.Tick(1, static_cast<int>(c.node(1).election_timeout_ticks()));
+  c.Stabilize();
+  CHECK(c.node(1).role() == Role::kLeader);
+  auto r = c.node(1).Propose({"solo"});
+  REQUIRE(r.ok());
+  c.Stabilize();
+  CHECK(c.node(1).commit_index() == r.last_index);
+  CHECK(AppliedData(c.at(1)) == std::vector<std::string>{"solo"});
+}
+
+TEST_CASE("the same seeds and inputs give the same run", "[raft][determinism]") {
+  auto run = [](std::uint64_t seed) {
+    TestCluster c(5, {}, seed);
+    c.Run(150);
+    std::uint64_t i = 0;
+    for (int round = 0; round < 20; ++round) {
+      NodeId leader = c.Leader();
+      if (leader != kNoNode) (void)c.node(leader.value()).Propose({std::to_string(i++)});
+      c.Run(3);
+    }
+    std::vector<std::string> trace;
+    for (const Message& m : c.sent()) trace.push_back(DescribeMessage(m));
+    return trace;
+  };
+  CHECK(run(7) == run(7));
+  CHECK(run(7) != run(8));
+}
+
+}  // namespace
+}  // namespace epoch::raft::test
