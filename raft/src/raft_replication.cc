@@ -84,7 +84,11 @@ bool Raft::MaybeSendSnapshot(NodeId peer, Progress& pr) {
 
 void Raft::BroadcastAppend(bool send_if_empty) {
   for (auto& [id, pr] : progress_) {
-    if (id != id_) MaybeSendAppend(id, pr, send_if_empty);
+    if (id == id_) continue;
+    if (!MaybeSendAppend(id, pr, send_if_empty)) continue;
+    // Pipelining: in the replicate state, fill the window now rather than one message per ack.
+    while (MaybeSendAppend(id, pr, false)) {
+    }
   }
 }
 
@@ -145,7 +149,9 @@ void Raft::HandleAppendResponse(const Message& m, Progress& pr) {
     return;
   }
   const bool was_paused = pr.IsPaused();
-  if (!pr.MaybeUpdate(m.index)) return;
+  // A probe answered at the match we already knew still proves the match point: replicate.
+  const bool probe_confirmed = pr.state == ProgressState::kProbe && pr.match == m.index;
+  if (!pr.MaybeUpdate(m.index) && !probe_confirmed) return;
   switch (pr.state) {
     case ProgressState::kProbe: pr.BecomeReplicate(); break;
     case ProgressState::kSnapshot:
