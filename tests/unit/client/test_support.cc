@@ -112,6 +112,7 @@ bool ChildProcess::Running() {
 bool ChildProcess::Stop(int signal, std::chrono::milliseconds grace) {
   if (!Running()) return true;
   ::kill(pid_, signal);
+  ::kill(pid_, SIGCONT);  // a SIGSTOPped child acts on the signal only once continued
   return WaitFor([this] { return !Running(); }, grace);
 }
 

@@ -1,0 +1,140 @@
+// epoch::client::Client: the etcd v3 API over gRPC, for Epoch clusters and — unchanged — for etcd
+// (DESIGN.md §5, §7). Requests and responses are the etcd wire messages themselves
+// (etcdserverpb::RangeRequest, ...), so every field etcd offers is available.
+//
+// Endpoints and leader discovery. The client holds one channel per endpoint and sends to a
+// preferred one. An endpoint that cannot be reached, or that answers "not leader" / "no leader",
+// is left for the next one; after a "not leader" answer the client asks the members for their
+// Status (leader == header.member_id marks the leader) and prefers the leader's endpoint.
+//
+// Deadlines and cancellation. Every call has a deadline (CallOptions::timeout, default
+// ClientOptions::call_timeout) that covers all its attempts and backoff sleeps, and may carry a
+// std::stop_token (e.g. a Session's): a stop request cancels the call in flight.
+//
+// Retries (etcd-v3-wire.md §2c.9). Idempotent calls — Range, LeaseRevoke, LeaseTimeToLive,
+// LeaseLeases, LeaseKeepAliveOnce, MemberList, EndpointStatus — are retried on UNAVAILABLE (and the
+// other transient failures of grpc_status.h) with exponential backoff and full jitter (Backoff).
+// Put, DeleteRange, Txn, Compact and LeaseGrant are sent again only when the server provably did
+// not act on them (the endpoint could not be connected, or it answered "not leader", "no leader"
+// or "too many requests"); once sent, any other failure is returned as OutcomeUnknown (errors.h),
+// never retried.
+//
+// Threading: all methods are thread-safe; a Client is meant to be shared. Streams returned by
+// OpenKeepAlive / OpenWatch belong to their caller (see streams.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "epoch/client/backoff.h"
+#include "epoch/client/streams.h"
+#include "epoch/status.h"
+#include "epoch/strong_int.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+#include "etcdserverpb/rpc.pb.h"
+
+namespace epoch::client {
+
+struct ClientOptions {
+  // "127.0.0.1:2379" or "http://127.0.0.1:2379". At least one.
+  std::vector<std::string> endpoints;
+  // Default deadline of one call, all attempts and backoff included (etcdctl: 5 s).
+  std::chrono::milliseconds call_timeout{5000};
+  // How long a write waits for an endpoint's connection before trying the next one (etcdctl: 2 s).
+  std::chrono::milliseconds dial_timeout{2000};
+  // Retry pacing; max_attempts bounds the attempts of one call (0 = until the deadline).
+  BackoffOptions retry{std::chrono::milliseconds(25), std::chrono::milliseconds(1000), 8};
+  // Seeds the jitter of every retry loop (each call derives its own stream from it).
+  std::uint64_t seed = 0x5eed;
+  // HTTP/2 keepalive pings on idle connections. etcd rejects pings more frequent than 5 s
+  // (--grpc-keepalive-min-time), answering with GOAWAY too_many_pings (etcd-v3-wire.md §2a).
+  std::chrono::milliseconds keepalive_time{10'000};
+  std::chrono::milliseconds keepalive_timeout{5000};
+  // Streams carry `hasleader: true` so a member without a leader ends them (clientv3
+  // WithRequireLeader) instead of keeping a silent stream open.
+  bool streams_require_leader = true;
+};
+
+struct CallOptions {
+  // Overrides ClientOptions::call_timeout for this call.
+  std::optional<std::chrono::milliseconds> timeout;
+  // A stop request cancels the call (in flight or sleeping between attempts).
+  std::stop_token stop;
+};
+
+class Client {
+ public:
+  // Validates the options and creates the channels. Does not contact the cluster.
+  static Result<std::unique_ptr<Client>> Create(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // --- KV ---
+  Result<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request,
+                                            const CallOptions& call = {});
+  Result<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& request,
+                                        const CallOptions& call = {});
+  Result<etcdserverpb::DeleteRangeResponse> DeleteRange(
+      const etcdserverpb::DeleteRangeRequest& request, const CallOptions& call = {});
+  Result<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request,
+                                        const CallOptions& call = {});
+  Result<etcdserverpb::CompactionResponse> Compact(const etcdserverpb::CompactionRequest& request,
+                                                   const CallOptions& call = {});
+
+  // --- Lease ---
+  Result<etcdserverpb::LeaseGrantResponse> LeaseGrant(
+      const etcdserverpb::LeaseGrantRequest& request, const CallOptions& call = {});
+  Result<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
+      const etcdserverpb::LeaseRevokeRequest& request, const CallOptions& call = {});
+  Result<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& request, const CallOptions& call = {});
+  Result<etcdserverpb::LeaseLeasesResponse> LeaseLeases(const CallOptions& call = {});
+  // One renewal on a short-lived stream (etcdctl lease keep-alive --once). Reply TTL <= 0 means
+  // the lease is gone.
+  Result<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAliveOnce(LeaseId lease,
+                                                                  const CallOptions& call = {});
+  // A long-lived keep-alive stream on the preferred endpoint. `stop` cancels it.
+  Result<std::unique_ptr<KeepAliveStream>> OpenKeepAlive(std::stop_token stop = {});
+
+  // --- Watch ---
+  Result<std::unique_ptr<WatchStream>> OpenWatch(std::stop_token stop = {});
+
+  // --- Cluster / Maintenance ---
+  Result<etcdserverpb::MemberListResponse> MemberList(const CallOptions& call = {});
+  // Maintenance.Status of the preferred endpoint (retried on others when it is unreachable).
+  Result<etcdserverpb::StatusResponse> EndpointStatus(const CallOptions& call = {});
+  // Status of one endpoint (index into endpoints()), no retry — for `endpoint status`.
+  Result<etcdserverpb::StatusResponse> StatusOf(std::size_t endpoint, const CallOptions& call = {});
+
+  // Asks every endpoint for its Status and prefers the one that reports itself leader. Returns
+  // its index, or Unavailable when no endpoint knows a leader among the configured endpoints.
+  Result<std::size_t> DiscoverLeader(const CallOptions& call = {});
+
+  // --- Conveniences over Range / Put ---
+  // The key's current value, or nullopt when absent.
+  Result<std::optional<mvccpb::KeyValue>> Get(const std::string& key, const CallOptions& call = {});
+  Result<etcdserverpb::PutResponse> Put(const std::string& key, const std::string& value,
+                                        LeaseId lease = LeaseId(0), const CallOptions& call = {});
+
+  [[nodiscard]] const std::vector<std::string>& endpoints() const;
+  [[nodiscard]] std::size_t preferred_endpoint() const;
+  [[nodiscard]] const ClientOptions& options() const;
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The smallest key greater than every key with `prefix` (etcd's GetPrefixRangeEnd): the last
+// byte below 0xff incremented, the rest dropped; "\0" (all keys) when there is none.
+std::string PrefixRangeEnd(const std::string& prefix);
+
+}  // namespace epoch::client

@@ -1,0 +1,489 @@
+// Client: endpoint selection, deadlines, the two retry loops (idempotent / write), and the etcd
+// v3 calls as thin lambdas over them. See client.h for the contract.
+#include "epoch/client/client.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <string_view>
+#include <utility>
+
+#include "epoch/client/errors.h"
+#include "grpc_status.h"
+
+namespace epoch::client {
+
+using internal::Classified;
+using internal::Disposition;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+namespace {
+
+// The metadata key a server may attach (trailing) to a "not leader" reply to name the leader's
+// client endpoint. Optional: without it the client asks every endpoint for its Status.
+constexpr std::string_view kLeaderHintKey = "epoch-leader-endpoint";
+
+std::string StripScheme(std::string endpoint) {
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (std::string_view(endpoint).starts_with(scheme)) return endpoint.substr(scheme.size());
+  }
+  return endpoint;
+}
+
+std::chrono::system_clock::time_point ToSystem(SteadyTime deadline) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             deadline - std::chrono::steady_clock::now());
+}
+
+// Sleeps up to `d`, waking early on a stop request. Returns false when stopped.
+bool SleepFor(std::chrono::nanoseconds d, std::stop_token stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  return !cv.wait_for(lock, stop, d, [] { return false; }) && !stop.stop_requested();
+}
+
+}  // namespace
+
+struct Endpoint {
+  std::string target;  // host:port
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+  std::unique_ptr<etcdserverpb::Cluster::Stub> cluster;
+  std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+};
+
+struct Client::Impl {
+  ClientOptions options;
+  std::vector<Endpoint> endpoints;
+  // Index of the endpoint calls go to first. Any thread may move it.
+  std::atomic<std::size_t> preferred{0};
+  std::atomic<std::uint64_t> calls{0};
+
+  SteadyTime DeadlineOf(const CallOptions& call) const {
+    return std::chrono::steady_clock::now() + call.timeout.value_or(options.call_timeout);
+  }
+
+  Backoff NewBackoff() {
+    const std::uint64_t n = calls.fetch_add(1, std::memory_order_relaxed);
+    return Backoff(options.retry, options.seed ^ (n * 0x9e3779b97f4a7c15ULL));
+  }
+
+  // Moves away from endpoint `from` unless another thread already did.
+  void Rotate(std::size_t from) {
+    std::size_t expected = from;
+    preferred.compare_exchange_strong(expected, (from + 1) % endpoints.size());
+  }
+
+  // After a "not leader" answer: follow the server's hint if it names one of our endpoints.
+  bool FollowHint(const grpc::ClientContext& context) {
+    const auto& trailers = context.GetServerTrailingMetadata();
+    const auto it = trailers.find(grpc::string_ref(kLeaderHintKey.data(), kLeaderHintKey.size()));
+    if (it == trailers.end()) return false;
+    const std::string hint = StripScheme(std::string(it->second.data(), it->second.size()));
+    for (std::size_t i = 0; i < endpoints.size(); ++i) {
+      if (endpoints[i].target == hint) {
+        preferred.store(i);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void PrepareContext(grpc::ClientContext& context, SteadyTime deadline) const {
+    context.set_deadline(ToSystem(deadline));
+  }
+
+  Status StoppedStatus(const CallOptions& call, const Status& last) const {
+    if (call.stop.stop_requested()) return Status::Aborted("cancelled: " + last.ToString());
+    return Status::Timeout("deadline exceeded: " + last.ToString());
+  }
+
+  // Waits until endpoint `index` has a connection, up to dial_timeout (and the call's deadline),
+  // checking the stop token every 50 ms. Every call goes through here first, and not only to
+  // tell "never sent" apart: with the synchronous API nothing polls a channel's sockets while
+  // no call is waiting on it, so a reconnect that started while the server was down can sit
+  // unnoticed until its 20 s connect timeout; WaitForConnected polls and completes it.
+  bool Connect(std::size_t index, SteadyTime deadline, const std::stop_token& stop) {
+    auto& channel = endpoints[index].channel;
+    const SteadyTime dial_deadline =
+        std::min(deadline, std::chrono::steady_clock::now() + options.dial_timeout);
+    while (!stop.stop_requested()) {
+      const SteadyTime now = std::chrono::steady_clock::now();
+      if (now >= dial_deadline) return channel->GetState(true) == GRPC_CHANNEL_READY;
+      const SteadyTime step = std::min(dial_deadline, now + std::chrono::milliseconds(50));
+      if (channel->WaitForConnected(ToSystem(step))) return true;
+    }
+    return false;
+  }
+
+  template <typename Response, typename Fn>
+  Result<Response> CallIdempotent(std::string_view what, const CallOptions& call, Fn&& fn);
+  template <typename Response, typename Fn>
+  Result<Response> CallWrite(std::string_view what, const CallOptions& call, Fn&& fn);
+  Result<std::size_t> DiscoverLeader(SteadyTime deadline, const std::stop_token& stop);
+  Result<etcdserverpb::StatusResponse> StatusOf(std::size_t index, SteadyTime deadline,
+                                                const std::stop_token& stop);
+};
+
+// Reads and other idempotent calls: retried on transient failures and "not leader" answers,
+// with backoff, on the next endpoint, until success, a definite answer, the attempt bound, the
+// deadline, or a stop request.
+template <typename Response, typename Fn>
+Result<Response> Client::Impl::CallIdempotent(std::string_view what, const CallOptions& call,
+                                              Fn&& fn) {
+  const SteadyTime deadline = DeadlineOf(call);
+  Backoff backoff = NewBackoff();
+  Status last = Status::Unavailable(fmt::format("{}: no attempt made", what));
+  while (true) {
+    if (call.stop.stop_requested() || std::chrono::steady_clock::now() >= deadline) {
+      return StoppedStatus(call, last);
+    }
+    const std::size_t index = preferred.load();
+    Endpoint& endpoint = endpoints[index];
+    if (!Connect(index, deadline, call.stop)) {
+      last = Status::Unavailable(fmt::format("{}: cannot connect to {}", what, endpoint.target));
+      Rotate(index);
+    } else {
+      grpc::ClientContext context;
+      PrepareContext(context, deadline);
+      Response response;
+      grpc::Status result;
+      {
+        std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
+        result = fn(endpoint, &context, &response);
+      }
+      Classified c = internal::Classify(result);
+      if (c.disposition == Disposition::kOk) return response;
+      last = c.status.Annotate(fmt::format("{} on {}", what, endpoint.target));
+      if (c.disposition == Disposition::kFinal) return last;
+      if (c.disposition == Disposition::kStopped) return StoppedStatus(call, last);
+      if (c.not_leader) {
+        if (!FollowHint(context) && !DiscoverLeader(deadline, call.stop).ok()) Rotate(index);
+      } else {
+        Rotate(index);
+      }
+    }
+    if (backoff.Exhausted()) return last;
+    const auto remaining = deadline - std::chrono::steady_clock::now();
+    SleepFor(std::min<std::chrono::nanoseconds>(backoff.NextDelay(), remaining), call.stop);
+  }
+}
+
+// Non-idempotent calls: sent again only when the server provably did not act on them.
+template <typename Response, typename Fn>
+Result<Response> Client::Impl::CallWrite(std::string_view what, const CallOptions& call, Fn&& fn) {
+  const SteadyTime deadline = DeadlineOf(call);
+  Backoff backoff = NewBackoff();
+  Status last = Status::Unavailable(fmt::format("{}: no attempt made", what));
+  while (true) {
+    if (call.stop.stop_requested() || std::chrono::steady_clock::now() >= deadline) {
+      return StoppedStatus(call, last);  // nothing was sent in a way that may have applied
+    }
+    const std::size_t index = preferred.load();
+    Endpoint& endpoint = endpoints[index];
+    if (!Connect(index, deadline, call.stop)) {
+      // Never sent: trying elsewhere cannot apply it twice.
+      last = Status::Unavailable(fmt::format("{}: cannot connect to {}", what, endpoint.target));
+      Rotate(index);
+    } else {
+      grpc::ClientContext context;
+      PrepareContext(context, deadline);
+      Response response;
+      grpc::Status result;
+      {
+        std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
+        result = fn(endpoint, &context, &response);
+      }
+      Classified c = internal::Classify(result);
+      if (c.disposition == Disposition::kOk) return response;
+      last = c.status.Annotate(fmt::format("{} on {}", what, endpoint.target));
+      if (c.disposition == Disposition::kFinal) return last;
+      if (c.disposition != Disposition::kNotApplied) return OutcomeUnknown(last);
+      if (c.not_leader) {
+        if (!FollowHint(context) && !DiscoverLeader(deadline, call.stop).ok()) Rotate(index);
+      } else {
+        Rotate(index);
+      }
+    }
+    if (backoff.Exhausted()) return last;
+    const auto remaining = deadline - std::chrono::steady_clock::now();
+    SleepFor(std::min<std::chrono::nanoseconds>(backoff.NextDelay(), remaining), call.stop);
+  }
+}
+
+Result<etcdserverpb::StatusResponse> Client::Impl::StatusOf(std::size_t index, SteadyTime deadline,
+                                                            const std::stop_token& stop) {
+  Endpoint& endpoint = endpoints[index];
+  if (!Connect(index, deadline, stop)) {
+    return Status::Unavailable(fmt::format("status of {}: cannot connect", endpoint.target));
+  }
+  grpc::ClientContext context;
+  PrepareContext(context, deadline);
+  std::stop_callback cancel(stop, [&context] { context.TryCancel(); });
+  etcdserverpb::StatusResponse response;
+  const grpc::Status result =
+      endpoint.maintenance->Status(&context, etcdserverpb::StatusRequest(), &response);
+  Classified c = internal::Classify(result);
+  if (c.disposition == Disposition::kOk) return response;
+  return c.status.Annotate(fmt::format("status of {}", endpoint.target));
+}
+
+Result<std::size_t> Client::Impl::DiscoverLeader(SteadyTime deadline, const std::stop_token& stop) {
+  // Ask everyone at once; one unreachable endpoint must not cost the others' time.
+  const SteadyTime probe_deadline =
+      std::min(deadline, std::chrono::steady_clock::now() + options.dial_timeout);
+  std::vector<std::future<Result<etcdserverpb::StatusResponse>>> probes;
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
+    probes.push_back(std::async(std::launch::async, [this, i, probe_deadline, stop] {
+      return StatusOf(i, probe_deadline, stop);
+    }));
+  }
+  std::optional<std::size_t> leader;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    Result<etcdserverpb::StatusResponse> status = probes[i].get();
+    if (status.ok() && status->leader() != 0 && status->leader() == status->header().member_id()) {
+      leader = i;
+    }
+  }
+  if (!leader) return Status::Unavailable("no configured endpoint reports itself leader");
+  preferred.store(*leader);
+  return *leader;
+}
+
+// --- Client ---
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  if (options.endpoints.empty()) return Status::InvalidArgument("no endpoints");
+  if (options.call_timeout.count() <= 0 || options.dial_timeout.count() <= 0) {
+    return Status::InvalidArgument("timeouts must be positive");
+  }
+  if (options.retry.base.count() <= 0 || options.retry.cap < options.retry.base) {
+    return Status::InvalidArgument("retry backoff needs 0 < base <= cap");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  for (const std::string& name : options.endpoints) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(options.keepalive_time.count()));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(options.keepalive_timeout.count()));
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+    // Reconnect quickly after a member restarts (the default backoff grows to 120 s). Leave
+    // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS alone: it is also the connect-attempt timeout, and a
+    // small value aborts handshakes on a loaded machine ("timed out before SETTINGS frame").
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    Endpoint endpoint;
+    endpoint.target = StripScheme(name);
+    endpoint.channel =
+        grpc::CreateCustomChannel(endpoint.target, grpc::InsecureChannelCredentials(), args);
+    endpoint.kv = etcdserverpb::KV::NewStub(endpoint.channel);
+    endpoint.lease = etcdserverpb::Lease::NewStub(endpoint.channel);
+    endpoint.watch = etcdserverpb::Watch::NewStub(endpoint.channel);
+    endpoint.cluster = etcdserverpb::Cluster::NewStub(endpoint.channel);
+    endpoint.maintenance = etcdserverpb::Maintenance::NewStub(endpoint.channel);
+    impl->endpoints.push_back(std::move(endpoint));
+  }
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+const std::vector<std::string>& Client::endpoints() const { return impl_->options.endpoints; }
+std::size_t Client::preferred_endpoint() const { return impl_->preferred.load(); }
+const ClientOptions& Client::options() const { return impl_->options; }
+
+Result<etcdserverpb::RangeResponse> Client::Range(const etcdserverpb::RangeRequest& request,
+                                                  const CallOptions& call) {
+  return impl_->CallIdempotent<etcdserverpb::RangeResponse>(
+      "Range", call, [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::RangeResponse* r) {
+        return e.kv->Range(c, request, r);
+      });
+}
+
+Result<etcdserverpb::PutResponse> Client::Put(const etcdserverpb::PutRequest& request,
+                                              const CallOptions& call) {
+  return impl_->CallWrite<etcdserverpb::PutResponse>(
+      "Put", call, [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::PutResponse* r) {
+        return e.kv->Put(c, request, r);
+      });
+}
+
+Result<etcdserverpb::DeleteRangeResponse> Client::DeleteRange(
+    const etcdserverpb::DeleteRangeRequest& request, const CallOptions& call) {
+  return impl_->CallWrite<etcdserverpb::DeleteRangeResponse>(
+      "DeleteRange", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::DeleteRangeResponse* r) {
+        return e.kv->DeleteRange(c, request, r);
+      });
+}
+
+Result<etcdserverpb::TxnResponse> Client::Txn(const etcdserverpb::TxnRequest& request,
+                                              const CallOptions& call) {
+  return impl_->CallWrite<etcdserverpb::TxnResponse>(
+      "Txn", call, [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::TxnResponse* r) {
+        return e.kv->Txn(c, request, r);
+      });
+}
+
+Result<etcdserverpb::CompactionResponse> Client::Compact(
+    const etcdserverpb::CompactionRequest& request, const CallOptions& call) {
+  return impl_->CallWrite<etcdserverpb::CompactionResponse>(
+      "Compact", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::CompactionResponse* r) {
+        return e.kv->Compact(c, request, r);
+      });
+}
+
+Result<etcdserverpb::LeaseGrantResponse> Client::LeaseGrant(
+    const etcdserverpb::LeaseGrantRequest& request, const CallOptions& call) {
+  // With ID = 0 a repeated grant would create a second lease: not idempotent.
+  return impl_->CallWrite<etcdserverpb::LeaseGrantResponse>(
+      "LeaseGrant", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::LeaseGrantResponse* r) {
+        return e.lease->LeaseGrant(c, request, r);
+      });
+}
+
+Result<etcdserverpb::LeaseRevokeResponse> Client::LeaseRevoke(
+    const etcdserverpb::LeaseRevokeRequest& request, const CallOptions& call) {
+  return impl_->CallIdempotent<etcdserverpb::LeaseRevokeResponse>(
+      "LeaseRevoke", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::LeaseRevokeResponse* r) {
+        return e.lease->LeaseRevoke(c, request, r);
+      });
+}
+
+Result<etcdserverpb::LeaseTimeToLiveResponse> Client::LeaseTimeToLive(
+    const etcdserverpb::LeaseTimeToLiveRequest& request, const CallOptions& call) {
+  return impl_->CallIdempotent<etcdserverpb::LeaseTimeToLiveResponse>(
+      "LeaseTimeToLive", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::LeaseTimeToLiveResponse* r) {
+        return e.lease->LeaseTimeToLive(c, request, r);
+      });
+}
+
+Result<etcdserverpb::LeaseLeasesResponse> Client::LeaseLeases(const CallOptions& call) {
+  return impl_->CallIdempotent<etcdserverpb::LeaseLeasesResponse>(
+      "LeaseLeases", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::LeaseLeasesResponse* r) {
+        return e.lease->LeaseLeases(c, etcdserverpb::LeaseLeasesRequest(), r);
+      });
+}
+
+Result<etcdserverpb::LeaseKeepAliveResponse> Client::LeaseKeepAliveOnce(LeaseId lease,
+                                                                        const CallOptions& call) {
+  return impl_->CallIdempotent<etcdserverpb::LeaseKeepAliveResponse>(
+      "LeaseKeepAlive", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::LeaseKeepAliveResponse* r) {
+        auto stream = e.lease->LeaseKeepAlive(c);
+        etcdserverpb::LeaseKeepAliveRequest request;
+        request.set_id(lease.value());
+        const bool exchanged = stream->Write(request) && stream->WritesDone() && stream->Read(r);
+        if (exchanged) c->TryCancel();  // one reply is all we wanted
+        const grpc::Status end = stream->Finish();
+        return exchanged ? grpc::Status::OK : end;
+      });
+}
+
+Result<std::unique_ptr<KeepAliveStream>> Client::OpenKeepAlive(std::stop_token stop) {
+  const SteadyTime deadline = impl_->DeadlineOf(CallOptions{});
+  for (std::size_t tried = 0; tried < impl_->endpoints.size(); ++tried) {
+    const std::size_t index = impl_->preferred.load();
+    if (!impl_->Connect(index, deadline, stop)) {
+      impl_->Rotate(index);
+      continue;
+    }
+    Endpoint& endpoint = impl_->endpoints[index];
+    auto context = std::make_unique<grpc::ClientContext>();
+    if (impl_->options.streams_require_leader) context->AddMetadata("hasleader", "true");
+    auto rpc = endpoint.lease->LeaseKeepAlive(context.get());
+    return std::make_unique<KeepAliveStream>(std::move(context), std::move(rpc), endpoint.target,
+                                             std::move(stop));
+  }
+  return Status::Unavailable("keep-alive stream: no endpoint could be connected");
+}
+
+Result<std::unique_ptr<WatchStream>> Client::OpenWatch(std::stop_token stop) {
+  const SteadyTime deadline = impl_->DeadlineOf(CallOptions{});
+  for (std::size_t tried = 0; tried < impl_->endpoints.size(); ++tried) {
+    const std::size_t index = impl_->preferred.load();
+    if (!impl_->Connect(index, deadline, stop)) {
+      impl_->Rotate(index);
+      continue;
+    }
+    Endpoint& endpoint = impl_->endpoints[index];
+    auto context = std::make_unique<grpc::ClientContext>();
+    if (impl_->options.streams_require_leader) context->AddMetadata("hasleader", "true");
+    auto rpc = endpoint.watch->Watch(context.get());
+    return std::make_unique<WatchStream>(std::move(context), std::move(rpc), endpoint.target,
+                                         std::move(stop));
+  }
+  return Status::Unavailable("watch stream: no endpoint could be connected");
+}
+
+Result<etcdserverpb::MemberListResponse> Client::MemberList(const CallOptions& call) {
+  return impl_->CallIdempotent<etcdserverpb::MemberListResponse>(
+      "MemberList", call,
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::MemberListResponse* r) {
+        return e.cluster->MemberList(c, etcdserverpb::MemberListRequest(), r);
+      });
+}
+
+Result<etcdserverpb::StatusResponse> Client::EndpointStatus(const CallOptions& call) {
+  return impl_->CallIdempotent<etcdserverpb::StatusResponse>(
+      "Status", call, [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::StatusResponse* r) {
+        return e.maintenance->Status(c, etcdserverpb::StatusRequest(), r);
+      });
+}
+
+Result<etcdserverpb::StatusResponse> Client::StatusOf(std::size_t endpoint,
+                                                      const CallOptions& call) {
+  if (endpoint >= impl_->endpoints.size()) return Status::InvalidArgument("no such endpoint");
+  return impl_->StatusOf(endpoint, impl_->DeadlineOf(call), call.stop);
+}
+
+Result<std::size_t> Client::DiscoverLeader(const CallOptions& call) {
+  return impl_->DiscoverLeader(impl_->DeadlineOf(call), call.stop);
+}
+
+Result<std::optional<mvccpb::KeyValue>> Client::Get(const std::string& key,
+                                                    const CallOptions& call) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(key);
+  Result<etcdserverpb::RangeResponse> response = Range(request, call);
+  if (!response.ok()) return response.status();
+  if (response->kvs_size() == 0) return std::optional<mvccpb::KeyValue>();
+  return std::optional<mvccpb::KeyValue>(response->kvs(0));
+}
+
+Result<etcdserverpb::PutResponse> Client::Put(const std::string& key, const std::string& value,
+                                              LeaseId lease, const CallOptions& call) {
+  etcdserverpb::PutRequest request;
+  request.set_key(key);
+  request.set_value(value);
+  request.set_lease(lease.value());
+  return Put(request, call);
+}
+
+std::string PrefixRangeEnd(const std::string& prefix) {
+  std::string end = prefix;
+  for (std::size_t i = end.size(); i > 0; --i) {
+    if (static_cast<unsigned char>(end[i - 1]) < 0xff) {
+      end[i - 1] = static_cast<char>(static_cast<unsigned char>(end[i - 1]) + 1);
+      end.resize(i);
+      return end;
+    }
+  }
+  return std::string(1, '\0');  // no upper bound: every key >= prefix
+}
+
+}  // namespace epoch::client

@@ -1,0 +1,83 @@
+#include "grpc_status.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+namespace epoch::client::internal {
+namespace {
+
+bool Contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+std::string_view CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::OK: return "OK";
+    case grpc::CANCELLED: return "CANCELLED";
+    case grpc::UNKNOWN: return "UNKNOWN";
+    case grpc::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::NOT_FOUND: return "NOT_FOUND";
+    case grpc::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    case grpc::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::ABORTED: return "ABORTED";
+    case grpc::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::INTERNAL: return "INTERNAL";
+    case grpc::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::DATA_LOSS: return "DATA_LOSS";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+Classified Classify(const grpc::Status& status) {
+  if (status.ok()) return {Disposition::kOk, Status::Ok()};
+  const std::string& msg = status.error_message();
+  const std::string text = fmt::format("{} (grpc {})", msg, CodeName(status.error_code()));
+  switch (status.error_code()) {
+    case grpc::FAILED_PRECONDITION:
+      // etcd: ErrGRPCNotLeader "etcdserver: not leader" — rejected before proposing.
+      if (Contains(msg, "not leader")) {
+        return {Disposition::kNotApplied, Status::NotLeader(text), true};
+      }
+      return {Disposition::kFinal, Status::FailedPrecondition(text)};
+    case grpc::UNAVAILABLE:
+      // etcd: ErrGRPCNoLeader "etcdserver: no leader" — refused, nothing proposed.
+      if (Contains(msg, "etcdserver: no leader")) {
+        return {Disposition::kNotApplied, Status::Unavailable(text), true};
+      }
+      // "leader changed", "request timed out[, possibly due to ...]", or transport failure.
+      return {Disposition::kTransient, Status::Unavailable(text)};
+    case grpc::RESOURCE_EXHAUSTED:
+      // etcd: ErrGRPCTooManyRequests — refused before proposing.
+      if (Contains(msg, "too many requests")) {
+        return {Disposition::kNotApplied, Status::Unavailable(text)};
+      }
+      return {Disposition::kFinal, Status::FailedPrecondition(text)};
+    case grpc::DEADLINE_EXCEEDED: return {Disposition::kStopped, Status::Timeout(text)};
+    case grpc::CANCELLED: return {Disposition::kStopped, Status::Aborted("cancelled: " + text)};
+    case grpc::NOT_FOUND: return {Disposition::kFinal, Status::NotFound(text)};
+    case grpc::INVALID_ARGUMENT:
+    case grpc::OUT_OF_RANGE:
+    case grpc::ALREADY_EXISTS: return {Disposition::kFinal, Status::InvalidArgument(text)};
+    case grpc::PERMISSION_DENIED:
+    case grpc::UNAUTHENTICATED:
+    case grpc::UNIMPLEMENTED: return {Disposition::kFinal, Status::FailedPrecondition(text)};
+    case grpc::UNKNOWN:
+    case grpc::INTERNAL:
+    case grpc::ABORTED:
+    case grpc::DATA_LOSS:
+    default:
+      // Nothing says whether the server acted: a read may retry, a write is ambiguous.
+      return {Disposition::kTransient, Status::IOError(text)};
+  }
+}
+
+}  // namespace epoch::client::internal
