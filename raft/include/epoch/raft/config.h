@@ -37,6 +37,12 @@ struct Config {
     bool reply_before_persist = false;
     // Answer ReadIndex with the commit index at once, without a heartbeat round (Raft §6.4).
     bool read_index_without_quorum = false;
+
+    [[nodiscard]] bool Any() const {
+      return no_election_restriction || commit_prior_term_by_counting ||
+             lease_without_drift_margin || vote_while_leader_live || reply_before_persist ||
+             read_index_without_quorum;
+    }
   };
 
   // This node's identity; never kNoNode.
