@@ -43,7 +43,7 @@ TEST_CASE("add learner: it joins from the leader's snapshot, receives entries, n
   CHECK(c.CountSent(MessageType::kPreVote, 4) == 0);
 }
 
-TEST_CASE("promote learner: only once caught up; then it counts toward the quorum",
+TEST_CASE("promote learner: only once caught up, then it counts toward the quorum",
           "[raft][membership]") {
   TestCluster c(3);
   AddLearner4(c);
@@ -74,7 +74,7 @@ TEST_CASE("promote learner: only once caught up; then it counts toward the quoru
   CHECK(c.node(1).commit_index() >= r.last_index);
 }
 
-TEST_CASE("one change at a time; invalid changes refused", "[raft][membership]") {
+TEST_CASE("one change at a time, invalid changes refused", "[raft][membership]") {
   TestCluster c(3);
   CHECK(c.node(1).ProposeConfChange(Change(ConfChangeType::kAddLearner, 4)).error ==
         ProposeError::kNotLeader);

@@ -180,7 +180,7 @@ TEST_CASE("5.2: a candidate that receives AppendEntries from a leader of its ter
   CHECK(c.node(1).term() == T(2));
 }
 
-TEST_CASE("5.2: election timeouts are chosen randomly from [T, T + jitter)", "[raft][paper]") {
+TEST_CASE("5.2: election timeouts are chosen randomly from T .. T + jitter", "[raft][paper]") {
   std::set<std::int64_t> seen;
   MemoryLog log = MemoryLog::Bootstrapped({Id(1), Id(2), Id(3)});
   Config config = TestConfig(1);

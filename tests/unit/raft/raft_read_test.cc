@@ -68,7 +68,7 @@ TEST_CASE("ReadIndex: a new leader waits for its first commit before serving rea
   CHECK(c.at(1).reads[0].index == leader.last_index());  // at least the no-op of its term
 }
 
-TEST_CASE("ReadIndex: followers forward to the leader; no leader, no read", "[raft][read]") {
+TEST_CASE("ReadIndex: followers forward to the leader, no leader, no read", "[raft][read]") {
   TestCluster c(3);
   CHECK(c.node(2).ReadIndex(5) == ReadIndexOutcome::kNoLeader);
   c.BootAndElect(1);
@@ -204,7 +204,7 @@ TEST_CASE("transfer: a lagging target catches up first, then gets TimeoutNow", "
   CHECK(c.node(3).role() == Role::kLeader);
 }
 
-TEST_CASE("transfer: abandoned after the transfer timeout; errors", "[raft][transfer]") {
+TEST_CASE("transfer: abandoned after the transfer timeout, errors", "[raft][transfer]") {
   TestCluster c(3);
   CHECK(c.node(1).TransferLeadership(Id(2)) == TransferOutcome::kNotLeader);
   c.BootAndElect(1);

@@ -26,7 +26,7 @@ std::size_t AppendsTo(const std::vector<Message>& sent, std::uint64_t to, bool w
   return n;
 }
 
-TEST_CASE("in-flight window: bounded by message count; a slow follower does not slow commits",
+TEST_CASE("in-flight window: bounded by message count, a slow follower does not slow commits",
           "[raft][flow]") {
   TestCluster c(3, [](Config& k) { k.max_inflight_msgs = 2; });
   c.BootAndElect(1);
