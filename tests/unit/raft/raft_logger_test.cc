@@ -1,0 +1,46 @@
+// The injected Logger sees the core's events and never changes its behaviour.
+#include <catch2/catch.hpp>
+
+#include "epoch/raft/logger.h"
+#include "test_cluster.h"
+
+namespace epoch::raft::test {
+namespace {
+
+class RecordingLogger : public Logger {
+ public:
+  void Log(LogLevel level, NodeId node, Term term, std::string_view message) override {
+    lines.push_back(fmt::format("{} n{} t{} {}", static_cast<int>(level), node, term, message));
+  }
+  std::vector<std::string> lines;
+};
+
+std::vector<std::string> Trace(Logger* logger) {
+  TestCluster c(
+      3, [&](Config& k) { k.logger = logger; }, 42);
+  c.Run(60);
+  if (NodeId leader = c.Leader(); leader != kNoNode) {
+    (void)c.node(leader.value()).Propose({"x"});
+    (void)c.node(leader.value()).TransferLeadership(leader.value() == 1 ? Id(2) : Id(1));
+  }
+  c.Run(20);
+  std::vector<std::string> out;
+  for (const Message& m : c.sent()) out.push_back(DescribeMessage(m));
+  return out;
+}
+
+TEST_CASE("logger: receives events and does not change behaviour", "[raft][logger]") {
+  RecordingLogger logger;
+  const std::vector<std::string> with = Trace(&logger);
+  const std::vector<std::string> without = Trace(nullptr);
+  CHECK(with == without);
+  const auto mentions = [&](std::string_view what) {
+    return std::any_of(logger.lines.begin(), logger.lines.end(),
+                       [&](const std::string& l) { return l.find(what) != std::string::npos; });
+  };
+  CHECK(mentions("became leader"));
+  CHECK(mentions("transferring leadership"));
+}
+
+}  // namespace
+}  // namespace epoch::raft::test
