@@ -127,6 +127,7 @@ class SimFileSystem::SimFile final : public File {
 
  private:
   Status CheckAliveLocked() const {
+    EPOCH_RETURN_IF_ERROR(fs_->CheckUpLocked(path_));
     if (epoch_ != fs_->crash_epoch_) {
       return Status::IOError(fmt::format("{}: stale handle from before a simulated crash", path_));
     }
@@ -165,6 +166,11 @@ class SimFileSystem::SimLock final : public FileLock {
 SimFileSystem::SimFileSystem() { dirs_.insert("/"); }
 SimFileSystem::~SimFileSystem() = default;
 
+Status SimFileSystem::CheckUpLocked(std::string_view path) const {
+  if (down_) return Status::IOError(fmt::format("{}: simulated crash, process is down", path));
+  return Status::Ok();
+}
+
 SimFileSystem::InodePtr SimFileSystem::FindLocked(const std::string& path) const {
   const auto it = names_.find(path);
   return it == names_.end() ? nullptr : it->second;
@@ -173,6 +179,7 @@ SimFileSystem::InodePtr SimFileSystem::FindLocked(const std::string& path) const
 Result<std::unique_ptr<File>> SimFileSystem::Open(const std::string& path, OpenMode mode) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kOpen, path));
   std::lock_guard lock(mu_);
+  EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
   InodePtr inode = FindLocked(path);
   if (mode == OpenMode::kCreateExclusive) {
     if (inode) return Status::IOError(fmt::format("open {}: file exists", path));
@@ -191,6 +198,7 @@ Result<std::unique_ptr<File>> SimFileSystem::Open(const std::string& path, OpenM
 Status SimFileSystem::CreateDir(const std::string& path) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kCreateDir, path));
   std::lock_guard lock(mu_);
+  EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
   for (std::string p = path; !p.empty() && p != "." && !dirs_.contains(p); p = ParentOf(p)) {
     dirs_.insert(p);
   }
@@ -200,6 +208,7 @@ Status SimFileSystem::CreateDir(const std::string& path) {
 Result<std::vector<std::string>> SimFileSystem::ListDir(const std::string& path) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kList, path));
   std::lock_guard lock(mu_);
+  EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
   if (!dirs_.contains(path)) return Status::NotFound(fmt::format("list {}: no such dir", path));
   std::vector<std::string> out;
   for (const auto& [name, inode] : names_) {
@@ -215,6 +224,7 @@ Result<std::vector<std::string>> SimFileSystem::ListDir(const std::string& path)
 Status SimFileSystem::Rename(const std::string& from, const std::string& to) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kRename, from));
   std::lock_guard lock(mu_);
+  EPOCH_RETURN_IF_ERROR(CheckUpLocked(from));
   const auto it = names_.find(from);
   if (it == names_.end()) return Status::NotFound(fmt::format("rename {}: no such file", from));
   InodePtr inode = it->second;
@@ -226,6 +236,7 @@ Status SimFileSystem::Rename(const std::string& from, const std::string& to) {
 Status SimFileSystem::Remove(const std::string& path) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kRemove, path));
   std::lock_guard lock(mu_);
+  EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
   if (names_.erase(path) == 0) {
     return Status::NotFound(fmt::format("remove {}: no such file", path));
   }
@@ -235,6 +246,7 @@ Status SimFileSystem::Remove(const std::string& path) {
 Status SimFileSystem::SyncDir(const std::string& path) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kSyncDir, path));
   std::lock_guard lock(mu_);
+  EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
   if (!dirs_.contains(path)) return Status::NotFound(fmt::format("fsync {}: no such dir", path));
   std::erase_if(durable_names_, [&](const auto& kv) { return ParentOf(kv.first) == path; });
   for (const auto& [name, inode] : names_) {
@@ -252,6 +264,7 @@ bool SimFileSystem::Exists(const std::string& path) {
 Result<std::unique_ptr<FileLock>> SimFileSystem::Lock(const std::string& path) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kLock, path));
   std::lock_guard lock(mu_);
+  EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
   if (!locks_.insert(path).second) {
     return Status::Unavailable(fmt::format("{} is locked by another process", path));
   }
@@ -326,6 +339,12 @@ void SimFileSystem::CrashLocked(const std::map<std::string, FileCrashPlan>& plan
   names_ = durable_names_;
   locks_.clear();
   ++crash_epoch_;
+  down_ = true;
+}
+
+void SimFileSystem::Restart() {
+  std::lock_guard lock(mu_);
+  down_ = false;
 }
 
 std::size_t SimFileSystem::UnsyncedOps(const std::string& path) const {
@@ -334,11 +353,14 @@ std::size_t SimFileSystem::UnsyncedOps(const std::string& path) const {
   return inode ? inode->unsynced.size() : 0;
 }
 
-std::size_t SimFileSystem::UnsyncedOpBytes(const std::string& path, std::size_t i) const {
+std::optional<SimFileSystem::PendingWrite> SimFileSystem::UnsyncedWrite(const std::string& path,
+                                                                        std::size_t i) const {
   std::lock_guard lock(mu_);
   const InodePtr inode = FindLocked(path);
-  if (!inode || i >= inode->unsynced.size()) return 0;
-  return inode->unsynced[i].bytes.size();
+  if (!inode || i >= inode->unsynced.size() || inode->unsynced[i].kind != Op::Kind::kWrite) {
+    return std::nullopt;
+  }
+  return PendingWrite{inode->unsynced[i].offset, inode->unsynced[i].bytes};
 }
 
 std::optional<std::string> SimFileSystem::Contents(const std::string& path) const {

@@ -28,8 +28,12 @@ TEST_CASE("sim fs: a crash keeps synced data and drops unsynced data", "[wal][si
   CHECK(fs.Contents("/d/a") == std::optional<std::string>("durable-lost"));
   fs.Crash();
   CHECK(fs.Contents("/d/a") == std::optional<std::string>("durable"));
-  // The old handle belongs to the dead process.
+  // Down until restarted, and the old handle belongs to the dead process for good.
+  CHECK(fs.Open("/d/a", OpenMode::kRead).status().Is(StatusCode::kIOError));
   CHECK(f->Write(0, "x").Is(StatusCode::kIOError));
+  fs.Restart();
+  CHECK(f->Write(0, "x").Is(StatusCode::kIOError));
+  CHECK(fs.Open("/d/a", OpenMode::kRead).ok());
 }
 
 TEST_CASE("sim fs: names need a directory sync", "[wal][simfs]") {
@@ -39,6 +43,7 @@ TEST_CASE("sim fs: names need a directory sync", "[wal][simfs]") {
   REQUIRE(f->Write(0, "data").ok());
   REQUIRE(f->Sync().ok());
   fs.Crash();
+  fs.Restart();
   CHECK_FALSE(fs.Exists("/d/new"));  // file synced, name not
 
   auto g = Create(fs, "/d/tmp");
@@ -46,6 +51,7 @@ TEST_CASE("sim fs: names need a directory sync", "[wal][simfs]") {
   REQUIRE(fs.SyncDir("/d").ok());
   REQUIRE(fs.Rename("/d/tmp", "/d/final").ok());
   fs.Crash();
+  fs.Restart();
   CHECK(fs.Exists("/d/tmp"));
   CHECK_FALSE(fs.Exists("/d/final"));
 
@@ -53,6 +59,7 @@ TEST_CASE("sim fs: names need a directory sync", "[wal][simfs]") {
   REQUIRE(fs.SyncDir("/d").ok());
   REQUIRE(fs.Remove("/d/final").ok());
   fs.Crash();
+  fs.Restart();
   CHECK(fs.Exists("/d/final"));  // the remove was not durable
 }
 
@@ -67,6 +74,7 @@ TEST_CASE("sim fs: a crash plan tears the last write at the chosen byte", "[wal]
   REQUIRE(f->Write(200, "abcdefghij").ok());
   REQUIRE(fs.UnsyncedOps("/d/a") == 2);
   fs.Crash({{"/d/a", FileCrashPlan{1, 4, TearFill::kOld}}});
+  fs.Restart();
   const std::string c = *fs.Contents("/d/a");
   CHECK(c.substr(100, 10) == "0123456789");
   CHECK(c.substr(200, 10) == std::string("abcd") + std::string(6, '\0'));
@@ -75,6 +83,7 @@ TEST_CASE("sim fs: a crash plan tears the last write at the chosen byte", "[wal]
   REQUIRE(g.ok());
   REQUIRE((*g)->Write(300, std::string(100, 'x')).ok());
   fs.Crash({{"/d/a", FileCrashPlan{0, 10, TearFill::kGarbage}}});
+  fs.Restart();
   const std::string d = *fs.Contents("/d/a");
   CHECK(d.substr(300, 10) == std::string(10, 'x'));
   // The rest of the write's sector is garbage (deterministic seed 0: not all zero, not all x).
@@ -90,6 +99,7 @@ TEST_CASE("sim fs: locks are exclusive and die with a crash", "[wal][simfs]") {
   REQUIRE(l1.ok());
   CHECK(fs.Lock("/d/LOCK").status().Is(StatusCode::kUnavailable));
   fs.Crash();
+  fs.Restart();
   CHECK(fs.Lock("/d/LOCK").ok());
 }
 

@@ -9,9 +9,11 @@
 //     Directories themselves are always durable.
 //   - Crash() reverts every file to its durable bytes and every directory to its durable names,
 //     optionally letting a prefix of each file's unsynced operations land, the last of which may
-//     be torn at any byte and followed by zeros or garbage. File handles and locks from before
-//     the crash belong to the dead process: every later operation on them fails with IOError, so
-//     a WAL object still alive in the test cannot write into the post-crash image.
+//     be torn at any byte and followed by zeros or garbage.
+//   - After Crash() the file system is "down": every operation fails with IOError until
+//     Restart(). A test lets the dead process's objects (a WAL whose threads may be blocked in a
+//     stalled operation) finish and be destroyed in between, so nothing they do reaches the
+//     post-crash image. File handles and locks from before the crash stay dead after Restart().
 //   - Faults: the FaultHook from file_system.h (EIO, stalls) is consulted before every operation;
 //     FaultInjector (fault_injector.h) is the usual hook.
 //
@@ -71,7 +73,7 @@ class SimFileSystem final : public FileSystem {
 
   // --- Crash model -------------------------------------------------------------------------
   // Drops every unsynced operation and every name change not made durable by SyncDir. Releases
-  // all locks (the process died).
+  // all locks (the process died) and goes down until Restart().
   void Crash();
   // As Crash(), but first lets the planned part of the unsynced operations of the named files
   // land (paths not in the map lose everything unsynced).
@@ -79,11 +81,19 @@ class SimFileSystem final : public FileSystem {
   // As Crash(), with a random plan for every file drawn from `seed`: a random prefix of its
   // unsynced operations lands, the last one torn at a random byte half of the time.
   void CrashRandom(std::uint64_t seed);
+  // Ends the down state after a crash: the "restarted process" may use the file system again.
+  void Restart();
 
   // Number of unsynced operations of the file at `path` (0 if it does not exist).
   [[nodiscard]] std::size_t UnsyncedOps(const std::string& path) const;
-  // Size in bytes of unsynced operation `i` of `path` (what a torn plan can cut).
-  [[nodiscard]] std::size_t UnsyncedOpBytes(const std::string& path, std::size_t i) const;
+  // Unsynced operation `i` of `path` if it is a write: its offset and bytes (what a torn plan
+  // can cut).
+  struct PendingWrite {
+    std::uint64_t offset = 0;
+    std::string bytes;
+  };
+  [[nodiscard]] std::optional<PendingWrite> UnsyncedWrite(const std::string& path,
+                                                          std::size_t i) const;
 
   // --- Direct access for tests (bypass the fault hook) ------------------------------------
   [[nodiscard]] std::optional<std::string> Contents(const std::string& path) const;
@@ -102,6 +112,7 @@ class SimFileSystem final : public FileSystem {
 
   void CrashLocked(const std::map<std::string, FileCrashPlan>& plans, std::uint64_t seed);
   [[nodiscard]] InodePtr FindLocked(const std::string& path) const;
+  [[nodiscard]] Status CheckUpLocked(std::string_view path) const;
 
   mutable std::mutex mu_;
   std::map<std::string, InodePtr> names_;          // what ListDir/Open see
@@ -109,6 +120,7 @@ class SimFileSystem final : public FileSystem {
   std::set<std::string> dirs_;
   std::set<std::string> locks_;    // paths currently locked
   std::uint64_t crash_epoch_ = 0;  // bumped by Crash(): handles and locks from before are dead
+  bool down_ = false;              // between Crash() and Restart()
   SimFileSystemStats stats_;
 };
 
