@@ -136,8 +136,13 @@ Result<FencingToken> Mutex::Lock(const LockOptions& options) {
   }
   auto fail = [&](Status status) -> Result<FencingToken> {
     (void)Unlock();  // leave the queue; a fresh call, not bound to the stop token
-    if (lease_stop_.stop_requested())
+    // Report why the wait ended, whichever call noticed it first.
+    if (lease_stop_.stop_requested()) {
       return Status::Aborted("lock: lease lost: " + status.ToString());
+    }
+    if (options.stop.stop_requested()) {
+      return Status::Aborted("lock: cancelled: " + status.ToString());
+    }
     if (options.timeout && std::chrono::steady_clock::now() - start >= *options.timeout) {
       return Status::Timeout("lock: timed out: " + status.ToString());
     }
