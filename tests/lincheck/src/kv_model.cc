@@ -75,6 +75,8 @@ std::string KvModel::DescribeOperation(const KvInput& in, const KvOutput& out,
       return fmt::format("{} -> \"{}\" (version {})", call, out.value, out.version);
     case KvOpKind::kPut: return call + " -> ok";
     case KvOpKind::kCas:
+      if (!out.ok.has_value()) return call + " -> <no outcome reported>";
+      return call + (*out.ok ? " -> ok" : " -> failed");
     case KvOpKind::kDelete:
       if (!out.ok.has_value()) return call + " -> ok";
       return call + (*out.ok ? " -> ok" : " -> failed");
