@@ -1,0 +1,34 @@
+// KvStateMachine: the StateMachine the driver applies to in production — decodes each committed
+// entry's v1::InternalRequest and applies runs of them to the KvStore in one RocksDB write batch.
+// Entries without a request (the leader's no-op, conf changes) only advance the applied index. A
+// storage failure is fail-stop (the process exits: a replica that cannot apply must not answer).
+//
+// Threading: the driver's strand only. `on_applied` (Watch, lease bookkeeping) runs there too.
+#pragma once
+
+#include <functional>
+
+#include "epoch/server/kv_store.h"
+#include "epoch/server/state_machine.h"
+
+namespace epoch::server {
+
+class KvStateMachine final : public StateMachine {
+ public:
+  using AppliedHook = std::function<void(LogIndex, const ApplyResult&)>;
+
+  explicit KvStateMachine(KvStore& store) : store_(store) {}
+  void SetAppliedHook(AppliedHook hook) { on_applied_ = std::move(hook); }
+
+  [[nodiscard]] LogIndex AppliedIndex() const override { return store_.AppliedIndex(); }
+  [[nodiscard]] std::vector<ApplyOutcome> Apply(const std::vector<raft::Entry>& entries) override;
+
+ private:
+  void ApplyRun(const std::vector<raft::Entry>& entries, std::size_t begin, std::size_t end,
+                std::vector<ApplyOutcome>* out);
+
+  KvStore& store_;
+  AppliedHook on_applied_;
+};
+
+}  // namespace epoch::server

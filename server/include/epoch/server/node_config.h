@@ -1,0 +1,74 @@
+// NodeConfig: everything one epochd process is started with, parsed from its command line
+// (server/main.cc) and checked before anything is opened.
+//
+// Membership is given etcd-style: --initial-cluster "n1=127.0.0.1:2380,n2=...,n3=..." (peer
+// addresses) and --initial-cluster-clients "n1=127.0.0.1:2379,..." (client addresses, used to
+// forward writes to the leader and answered by Cluster.MemberList). A member's Raft ID is a hash
+// of its name and the cluster token, so every node derives the same IDs without coordination.
+//
+// Threading: a plain value.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "epoch/raft/config.h"
+#include "epoch/status.h"
+#include "epoch/strong_int.h"
+
+namespace epoch::server {
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+
+  [[nodiscard]] std::string ToString() const;
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// "127.0.0.1:2379", "http://127.0.0.1:2379" or "localhost:2379"; InvalidArgument otherwise.
+[[nodiscard]] Result<HostPort> ParseHostPort(std::string_view text);
+
+struct MemberInfo {
+  NodeId id;
+  std::string name;
+  HostPort peer;
+  HostPort client;
+};
+
+struct NodeConfig {
+  std::string name;
+  std::string data_dir;
+  HostPort listen_client;
+  HostPort listen_peer;
+  HostPort listen_metrics;  // port 0 = no metrics endpoint
+  std::string cluster_token = "epoch-cluster";
+  std::vector<MemberInfo> members;  // the initial cluster, in the order given
+
+  std::chrono::milliseconds tick{10};
+  raft::Config raft;  // id filled from `name`; timing in ticks
+
+  // Client requests: how long a write waits for a leader to appear before failing.
+  std::chrono::milliseconds leader_wait{3000};
+
+  [[nodiscard]] NodeId self_id() const { return raft.id; }
+  [[nodiscard]] std::uint64_t cluster_id() const;
+  [[nodiscard]] const MemberInfo* FindMember(NodeId id) const;
+
+  // Every rule a running node depends on: this node is in the cluster, no duplicate names or
+  // addresses, the Raft timing rules (raft::Config::Validate), a sane tick. The message names the
+  // flag to fix.
+  [[nodiscard]] Status Validate() const;
+};
+
+// Deterministic member ID: FNV-1a 64 of "token/name", never 0.
+[[nodiscard]] NodeId MemberIdFor(std::string_view cluster_token, std::string_view name);
+
+// Fills members from the two "name=host:port,..." lists (same names in both).
+[[nodiscard]] Status ParseInitialCluster(std::string_view peers, std::string_view clients,
+                                         NodeConfig* config);
+
+}  // namespace epoch::server

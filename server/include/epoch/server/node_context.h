@@ -1,0 +1,60 @@
+// NodeContext: what every gRPC service of one node shares — the driver, the store, the
+// configuration, the write path (propose here or forward to the leader) and the read path
+// (linearizable or serializable). Services are thin adapters over it (CONVENTIONS.md).
+//
+// Threading: all methods are thread-safe. Completion callbacks run on the driver's strand, on a
+// read-pool thread or on a gRPC client thread; they must not block.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "epoch/server/kv_store.h"
+#include "epoch/server/node_config.h"
+#include "epoch/server/raft_driver.h"
+#include "etcdserverpb/rpc.pb.h"
+
+namespace epoch::server {
+
+class LeaderForwarder;
+
+class NodeContext {
+ public:
+  using WriteCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
+  using ReadyCallback = std::function<void(const Status&)>;
+
+  NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& store,
+              asio::thread_pool& read_pool);
+  ~NodeContext();
+
+  // Proposes `request` when this node leads, forwards it to the leader's client endpoint when
+  // another node does, and waits (up to config.leader_wait and `deadline`) for a leader when
+  // none is known. `done` gets the response computed at apply time.
+  void Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
+             WriteCallback done);
+  // Calls `done` on a read-pool thread once a linearizable read may be served (ReadIndex or
+  // lease), or at once for a serializable read.
+  void ReadBarrier(bool serializable, ReadyCallback done);
+
+  void FillHeader(etcdserverpb::ResponseHeader* header) const;
+
+  [[nodiscard]] const NodeConfig& config() const { return config_; }
+  [[nodiscard]] RaftDriver& driver() { return driver_; }
+  [[nodiscard]] KvStore& store() { return store_; }
+  [[nodiscard]] asio::thread_pool& read_pool() { return read_pool_; }
+
+ private:
+  void WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
+                    std::chrono::steady_clock::time_point give_up, WriteCallback done);
+
+  const NodeConfig& config_;
+  RaftDriver& driver_;
+  KvStore& store_;
+  asio::thread_pool& read_pool_;
+  std::unique_ptr<LeaderForwarder> forwarder_;
+  asio::steady_timer::executor_type timer_executor_;
+};
+
+}  // namespace epoch::server

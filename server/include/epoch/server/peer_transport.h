@@ -1,0 +1,107 @@
+// PeerTransport: the node-to-node link for Raft messages over TCP (Asio).
+//
+// Who calls it: the Raft driver (server/raft_driver) sends frames with Send(); frames received from
+// peers are handed to the FrameHandler. The transport knows nothing of Raft: a frame is an opaque
+// byte string (an encoded raftpb message).
+//
+// Wire: every frame is a 4-byte big-endian length followed by that many bytes. The first frame on
+// a connection is a hello (cluster id + sender id) so the receiver knows who is talking. There is
+// one connection per direction per peer: this node dials each peer to send and accepts the
+// peer's own connection to receive. Frames are pipelined (many queued frames leave in one gathered
+// write). A broken or refused connection is redialled with exponential backoff and full jitter;
+// frames queued beyond `max_queue_bytes` while a peer is unreachable are dropped (Raft tolerates
+// loss, and the driver is told through `on_unreachable` so the core stops pipelining to it).
+// Peers may be dialled through a fault-injecting proxy: the address in PeerAddress is simply
+// where to connect.
+//
+// Threading: all socket work runs on the io_context given at construction (run by one or more
+// threads). Send(), SetPeer(), RemovePeer() and Stop() are thread-safe. Handlers are invoked on the
+// io_context's threads.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include "epoch/status.h"
+#include "epoch/strong_int.h"
+
+namespace epoch::server {
+
+struct PeerAddress {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+struct PeerTransportOptions {
+  NodeId self;
+  std::uint64_t cluster_id = 0;
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 0;  // 0 = pick a free port (tests); see PeerTransport::port()
+  std::uint32_t max_frame_bytes = 64U << 20;
+  std::uint64_t max_queue_bytes = 64U << 20;
+  std::uint32_t reconnect_min_ms = 10;
+  std::uint32_t reconnect_max_ms = 1000;
+};
+
+struct PeerLinkStats {
+  std::uint64_t frames_sent = 0;
+  std::uint64_t frames_dropped = 0;
+  std::uint64_t connects = 0;
+  std::uint64_t connect_failures = 0;
+  bool connected = false;
+};
+
+class PeerTransport {
+ public:
+  using FrameHandler = std::function<void(NodeId from, std::string frame)>;
+  using UnreachableHandler = std::function<void(NodeId peer)>;
+
+  PeerTransport(asio::io_context& io, PeerTransportOptions options, FrameHandler on_frame,
+                UnreachableHandler on_unreachable);
+  ~PeerTransport();
+  PeerTransport(const PeerTransport&) = delete;
+  PeerTransport& operator=(const PeerTransport&) = delete;
+
+  // Binds and starts accepting. Fails with a clear message if the address is taken.
+  [[nodiscard]] Status Start();
+  // Closes every connection and the listener; pending frames are dropped. Idempotent.
+  void Stop();
+
+  // The bound listening port (after Start()).
+  [[nodiscard]] std::uint16_t port() const { return bound_port_.load(); }
+
+  // Adds or re-addresses a peer (a changed address closes the old connection).
+  void SetPeer(NodeId peer, PeerAddress address);
+  void RemovePeer(NodeId peer);
+  // Queues a frame for `peer`; never blocks. Unknown peers and oversized frames are dropped.
+  void Send(NodeId peer, std::string frame);
+
+  [[nodiscard]] PeerLinkStats Stats(NodeId peer) const;
+
+ private:
+  class Outbound;
+  class Inbound;
+
+  void Accept();
+
+  asio::io_context& io_;
+  const PeerTransportOptions options_;
+  FrameHandler on_frame_;
+  UnreachableHandler on_unreachable_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::atomic<std::uint16_t> bound_port_{0};
+  std::atomic<bool> stopped_{false};
+
+  mutable std::mutex mu_;
+  std::map<NodeId, std::shared_ptr<Outbound>> outbound_;  // guarded by mu_
+  std::map<Inbound*, std::weak_ptr<Inbound>> inbound_;    // guarded by mu_
+};
+
+}  // namespace epoch::server

@@ -1,0 +1,158 @@
+// RaftDriver: runs one raft::Node on an Asio strand and does what each Ready says.
+//
+// Order of work for each Ready (raft/DESIGN.md "Driving the core"), on the driver's strand:
+//   1. soft state: publish role/leader/term; on a leader change, fail pending reads (retryable);
+//   2. `messages`: send at once — the leader replicates while its own write is in flight;
+//   3. persist snapshot meta, entries, hard state through DurableLog (asynchronous; the strand
+//      keeps ticking and stepping messages meanwhile; a second Ready waits for this one);
+//   4. once durable: send `messages_after_persist` (votes, append responses);
+//   5. apply `committed_entries` to the StateMachine and answer the proposals waiting on them;
+//   6. serve `read_states` whose index is applied (others wait for the apply that reaches them);
+//   7. connect or drop peers on a new `conf_state`; 8. Advance.
+// A persist error is fail-stop: the node logs it and exits (never retries an fsync).
+//
+// Who calls it: the gRPC services (Propose, ReadIndex, TransferLeadership — from any thread),
+// the peer transport (Receive, Unreachable — from its threads). Callbacks run on the driver's
+// strand: they must not block.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "epoch/raft/node.h"
+#include "epoch/server/durable_log.h"
+#include "epoch/server/state_machine.h"
+
+namespace epoch::server {
+
+// Where outgoing Raft messages go (the peer transport plus the codec, or a test network).
+class MessageSender {
+ public:
+  virtual ~MessageSender() = default;
+  virtual void Send(const raft::Message& message) = 0;
+  // The applied membership changed: connect to new members, drop removed ones.
+  virtual void OnMembership(const raft::ConfState& conf) = 0;
+};
+
+struct RaftDriverOptions {
+  raft::Config raft;
+  std::chrono::milliseconds tick{10};
+  std::uint64_t seed = 0;
+  // Called instead of std::abort() when the log fails (tests observe it).
+  std::function<void(const Status&)> on_fatal;
+};
+
+// A consistent copy of the node's state for status endpoints and leader routing.
+struct DriverStatus {
+  NodeId id;
+  NodeId leader;
+  Term term;
+  raft::Role role = raft::Role::kFollower;
+  LogIndex commit;
+  LogIndex applied;
+  LogIndex last_index;
+  bool lease_valid = false;
+  std::uint64_t leader_changes = 0;
+  std::uint64_t lease_reads = 0;
+  std::uint64_t read_index_reads = 0;
+  std::uint64_t proposals_committed = 0;
+  std::uint64_t proposals_failed = 0;
+};
+
+class RaftDriver {
+ public:
+  using ProposeCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
+  // OK: the state machine has applied everything a linearizable read must see; serve it now.
+  using ReadCallback = std::function<void(const Status&)>;
+  using DoneCallback = std::function<void(const Status&)>;
+
+  RaftDriver(asio::io_context& io, RaftDriverOptions options, DurableLog& log,
+             StateMachine& state_machine, MessageSender& sender);
+  ~RaftDriver();
+  RaftDriver(const RaftDriver&) = delete;
+  RaftDriver& operator=(const RaftDriver&) = delete;
+
+  void Start();
+  // Stops ticking and fails every waiting proposal and read with Unavailable.
+  void Stop();
+
+  // Thread-safe. The request gets its request_id (and later its cluster time) here. Fails fast
+  // with NotLeader (carrying no retry inside) when this node is not the leader.
+  void Propose(v1::InternalRequest request, ProposeCallback done);
+  void ReadIndex(ReadCallback done);
+  void TransferLeadership(NodeId target, DoneCallback done);
+  void Receive(raft::Message message);
+  void Unreachable(NodeId peer);
+  // Runs `fn` on the driver's strand (e.g. a read of the state machine between applies).
+  void Post(std::function<void()> fn);
+
+  [[nodiscard]] DriverStatus status() const;
+  [[nodiscard]] NodeId id() const { return options_.raft.id; }
+
+ private:
+  struct PendingProposal {
+    Term term;
+    ProposeCallback done;
+  };
+  struct WaitingRead {
+    LogIndex index;
+    ReadCallback done;
+  };
+
+  void ScheduleTick();
+  void OnTick();
+  void FlushProposals();
+  void MaybeHandleReady();
+  void AfterPersist(const std::shared_ptr<raft::Ready>& ready, const Status& status);
+  void ApplyCommitted(const std::vector<raft::Entry>& entries);
+  void ServeReadStates(const std::vector<raft::ReadState>& states);
+  void ServeWaitingReads();
+  void OnSoftState(const raft::SoftState& soft);
+  void FailAllReads(const Status& status);
+  void FailAllProposals(const Status& status);
+  void PublishStatus();
+  void Fatal(const Status& status);
+
+  asio::io_context& io_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  asio::steady_timer tick_timer_;
+  const RaftDriverOptions options_;
+  DurableLog& log_;
+  StateMachine& state_machine_;
+  MessageSender& sender_;
+  std::unique_ptr<raft::Node> node_;
+
+  // --- Strand-only state. ---
+  bool stopped_ = false;
+  bool ready_in_flight_ = false;  // Invariant: at most one Ready between GetReady and Advance.
+  std::chrono::steady_clock::time_point next_tick_;
+  std::vector<std::pair<v1::InternalRequest, ProposeCallback>> proposal_batch_;
+  bool flush_scheduled_ = false;
+  std::map<LogIndex, PendingProposal> pending_proposals_;  // by log index
+  std::uint64_t next_read_context_ = 1;
+  std::map<std::uint64_t, ReadCallback> pending_reads_;  // by ReadIndex context
+  std::deque<WaitingRead> reads_waiting_apply_;          // ascending index
+  NodeId last_leader_;
+  struct Counters {
+    std::uint64_t leader_changes = 0;
+    std::uint64_t lease_reads = 0;
+    std::uint64_t read_index_reads = 0;
+    std::uint64_t proposals_committed = 0;
+    std::uint64_t proposals_failed = 0;
+  } counters_;  // copied into status_ by PublishStatus()
+
+  std::atomic<std::uint64_t> next_request_id_;
+  mutable std::mutex status_mu_;
+  DriverStatus status_;  // guarded by status_mu_
+};
+
+}  // namespace epoch::server

@@ -1,0 +1,354 @@
+#include "epoch/server/epoch_node.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "epoch/raft/conf_change.h"
+#include "epoch/server/kv_state_machine.h"
+#include "epoch/server/kv_store.h"
+#include "epoch/server/node_context.h"
+#include "epoch/server/peer_codec.h"
+#include "epoch/server/peer_transport.h"
+#include "epoch/server/raft_driver.h"
+#include "epoch/server/wal_log.h"
+#include "epoch/wal/posix_file_system.h"
+#include "epoch/wal/wal.h"
+#include "kv_service.h"
+#include "maintenance_service.h"
+#include "metrics_http.h"
+
+namespace epoch::server {
+namespace {
+
+// Cumulative fsync latency histogram (Prometheus style), updated from the WAL's sync thread.
+class LatencyHistogram {
+ public:
+  static constexpr std::array<double, 12> kBoundsMs = {0.1, 0.25, 0.5, 1,  2,   4,
+                                                       8,   16,   32,  64, 128, 512};
+
+  void Observe(std::chrono::nanoseconds d) {
+    double ms = static_cast<double>(d.count()) / 1e6;
+    for (std::size_t i = 0; i < kBoundsMs.size(); ++i) {
+      if (ms <= kBoundsMs[i]) buckets_[i].fetch_add(1, std::memory_order_relaxed);
+    }
+    count_.fetch_add(1, std::memory_order_relaxed);
+    sum_us_.fetch_add(static_cast<std::uint64_t>(d.count() / 1000), std::memory_order_relaxed);
+  }
+
+  void Render(std::string_view name, std::string* out) const {
+    for (std::size_t i = 0; i < kBoundsMs.size(); ++i) {
+      *out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBoundsMs[i] / 1000.0,
+                          buckets_[i].load(std::memory_order_relaxed));
+    }
+    std::uint64_t count = count_.load(std::memory_order_relaxed);
+    *out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count, name,
+                        static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1e6, name,
+                        count);
+  }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kBoundsMs.size()> buckets_{};
+  std::atomic<std::uint64_t> count_{0};
+  std::atomic<std::uint64_t> sum_us_{0};
+};
+
+// Raft messages to peers through the codec and the TCP transport.
+class TransportSender final : public MessageSender {
+ public:
+  explicit TransportSender(PeerTransport& transport) : transport_(transport) {}
+  void Send(const raft::Message& m) override { transport_.Send(m.to, EncodeFrame(m)); }
+  // Membership changes at run time are not supported yet: the initial cluster is connected at
+  // start, and a conf change is refused by the services.
+  void OnMembership(const raft::ConfState&) override {}
+
+ private:
+  PeerTransport& transport_;
+};
+
+// Submits a WAL request with `submit(done)` and blocks until it is durable. `submit` returns the
+// request's immediate validation status (done is not called when that is an error).
+Status AwaitDurable(const std::function<Status(wal::DurableCallback)>& submit) {
+  std::promise<Status> promise;
+  auto future = promise.get_future();
+  Status accepted = submit([&promise](const Status& s) { promise.set_value(s); });
+  if (!accepted.ok()) return accepted;
+  return future.get();
+}
+
+}  // namespace
+
+class EpochNode::Impl {
+ public:
+  explicit Impl(NodeConfig config) : config_(std::move(config)) {}
+
+  Status Open();
+  void Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return stopped_; });
+  }
+  void Shutdown();
+  HttpReply Http(const std::string& path);
+
+  NodeConfig config_;
+  wal::PosixFileSystem fs_;
+  std::unique_ptr<wal::Wal> wal_;
+  std::unique_ptr<WalLog> log_;
+  std::unique_ptr<KvStore> store_;
+  std::unique_ptr<KvStateMachine> state_machine_;
+  asio::io_context raft_io_;
+  asio::io_context net_io_;
+  asio::thread_pool read_pool_{2};
+  std::unique_ptr<PeerTransport> transport_;
+  std::unique_ptr<TransportSender> sender_;
+  std::unique_ptr<RaftDriver> driver_;
+  std::unique_ptr<NodeContext> context_;
+  std::unique_ptr<KvService> kv_service_;
+  std::unique_ptr<MaintenanceService> maintenance_service_;
+  std::unique_ptr<ClusterService> cluster_service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<MetricsHttp> metrics_;
+  std::vector<std::thread> threads_;
+  LatencyHistogram fsync_latency_;
+  int client_port_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;  // guarded by mu_
+
+ private:
+  Status OpenStorage();
+  Status Bootstrap();
+  Status StartNetwork();
+};
+
+Status EpochNode::Impl::OpenStorage() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.data_dir, ec);
+  if (ec) {
+    return Status::IOError(
+        fmt::format("cannot create --data-dir {}: {}", config_.data_dir, ec.message()));
+  }
+  wal::Options wal_options;
+  wal_options.log = [this](wal::LogLevel level, std::string_view message) {
+    if (level == wal::LogLevel::kError) {
+      spdlog::error("node={} wal: {}", config_.name, message);
+    } else {
+      spdlog::warn("node={} wal: {}", config_.name, message);
+    }
+  };
+  wal_options.on_sync = [this](const wal::SyncEvent& e) {
+    fsync_latency_.Observe(e.sync_duration);
+  };
+  auto wal = wal::Wal::Open(fs_, config_.data_dir + "/wal", wal_options);
+  if (!wal.ok()) return wal.status().Annotate("open WAL");
+  wal_ = std::move(*wal);
+  log_ = std::make_unique<WalLog>(*wal_);
+  auto store = KvStore::Open(config_.data_dir + "/kv", KvStoreOptions{});
+  if (!store.ok()) return store.status().Annotate("open state machine");
+  store_ = std::move(*store);
+  state_machine_ = std::make_unique<KvStateMachine>(*store_);
+  return Bootstrap();
+}
+
+// A member of the initial cluster with an empty WAL starts from the bootstrap snapshot (index 1,
+// term 1, the initial voters), as raft::BootstrapSnapshot describes; a restarted node keeps what
+// it has.
+Status EpochNode::Impl::Bootstrap() {
+  if (!wal_->LastSnapshot().IsEmpty() || wal_->LastIndex() > LogIndex(0) ||
+      !wal_->InitialHardState().IsEmpty()) {
+    spdlog::info("node={} restarting: term={} commit={} last_index={} applied={}", config_.name,
+                 wal_->InitialHardState().term, wal_->InitialHardState().commit, wal_->LastIndex(),
+                 store_->AppliedIndex());
+    return Status::Ok();
+  }
+  std::vector<NodeId> voters;
+  for (const MemberInfo& m : config_.members) voters.push_back(m.id);
+  raft::SnapshotMeta meta = raft::BootstrapSnapshot(voters);
+  EPOCH_RETURN_IF_ERROR(AwaitDurable(
+      [&](wal::DurableCallback done) { return wal_->SaveSnapshot(meta, std::move(done)); }));
+  raft::HardState hs{raft::kBootstrapTerm, raft::kNoNode, raft::kBootstrapIndex};
+  EPOCH_RETURN_IF_ERROR(AwaitDurable(
+      [&](wal::DurableCallback done) { return wal_->SaveHardState(hs, std::move(done)); }));
+  spdlog::info("node={} bootstrapped a new member of a {}-voter cluster", config_.name,
+               voters.size());
+  return Status::Ok();
+}
+
+Status EpochNode::Impl::StartNetwork() {
+  PeerTransportOptions topts;
+  topts.self = config_.self_id();
+  topts.cluster_id = config_.cluster_id();
+  topts.listen_host = config_.listen_peer.host;
+  topts.listen_port = config_.listen_peer.port;
+  transport_ = std::make_unique<PeerTransport>(
+      net_io_, topts,
+      [this](NodeId, std::string frame) {
+        Result<raft::Message> m = DecodeFrame(frame);
+        if (!m.ok()) {
+          spdlog::warn("node={} dropping a peer frame: {}", config_.name, m.status().ToString());
+          return;
+        }
+        driver_->Receive(std::move(*m));
+      },
+      [this](NodeId peer) { driver_->Unreachable(peer); });
+  EPOCH_RETURN_IF_ERROR(transport_->Start());
+  for (const MemberInfo& m : config_.members) {
+    if (m.id != config_.self_id()) transport_->SetPeer(m.id, {m.peer.host, m.peer.port});
+  }
+  sender_ = std::make_unique<TransportSender>(*transport_);
+
+  RaftDriverOptions dopts;
+  dopts.raft = config_.raft;
+  dopts.tick = config_.tick;
+  dopts.seed =
+      config_.self_id().value() ^
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  driver_ = std::make_unique<RaftDriver>(raft_io_, dopts, *log_, *state_machine_, *sender_);
+  context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, read_pool_);
+  kv_service_ = std::make_unique<KvService>(*context_);
+  maintenance_service_ = std::make_unique<MaintenanceService>(*context_);
+  cluster_service_ = std::make_unique<ClusterService>(*context_);
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config_.listen_client.ToString(), grpc::InsecureServerCredentials(),
+                           &client_port_);
+  // etcdctl pings every 2 s (keepalive-time) even without calls; gRPC's default policy would
+  // answer GOAWAY "too_many_pings" (the k3s/kine bug in etcd-v3-wire.md §2a).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.SetMaxReceiveMessageSize(2 * 1024 * 1024);
+  builder.RegisterService(kv_service_.get());
+  builder.RegisterService(maintenance_service_.get());
+  builder.RegisterService(cluster_service_.get());
+  grpc_server_ = builder.BuildAndStart();
+  if (!grpc_server_ || client_port_ == 0) {
+    return Status::IOError(
+        fmt::format("cannot serve clients on {}", config_.listen_client.ToString()));
+  }
+
+  if (config_.listen_metrics.port != 0) {
+    metrics_ =
+        std::make_unique<MetricsHttp>(net_io_, [this](const std::string& p) { return Http(p); });
+    EPOCH_RETURN_IF_ERROR(
+        metrics_->Start(config_.listen_metrics.host, config_.listen_metrics.port));
+  }
+  threads_.emplace_back([this] {
+    auto guard = asio::make_work_guard(raft_io_);
+    raft_io_.run();
+  });
+  threads_.emplace_back([this] {
+    auto guard = asio::make_work_guard(net_io_);
+    net_io_.run();
+  });
+  driver_->Start();
+  return Status::Ok();
+}
+
+Status EpochNode::Impl::Open() {
+  EPOCH_RETURN_IF_ERROR(config_.Validate());
+  EPOCH_RETURN_IF_ERROR(OpenStorage());
+  EPOCH_RETURN_IF_ERROR(StartNetwork());
+  spdlog::info("node={} id={:x} serving clients on {} (port {}), peers on {}", config_.name,
+               config_.self_id(), config_.listen_client.ToString(), client_port_,
+               config_.listen_peer.ToString());
+  return Status::Ok();
+}
+
+void EpochNode::Impl::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  cv_.notify_all();
+  if (grpc_server_)
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (driver_) driver_->Stop();
+  if (transport_) transport_->Stop();
+  if (metrics_) metrics_->Stop();
+  raft_io_.stop();
+  net_io_.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  read_pool_.join();
+  if (wal_) {
+    Status s = wal_->Close();
+    if (!s.ok()) spdlog::error("node={} closing the WAL: {}", config_.name, s.ToString());
+  }
+}
+
+HttpReply EpochNode::Impl::Http(const std::string& path) {
+  DriverStatus s = driver_->status();
+  if (path == "/health") {
+    if (s.leader == raft::kNoNode) return {503, "no leader\n"};
+    return {200, "ok\n"};
+  }
+  if (path == "/ready") {
+    if (s.leader == raft::kNoNode) return {503, "no leader\n"};
+    if (s.applied < s.commit)
+      return {503, fmt::format("applying: {} of {}\n", s.applied, s.commit)};
+    return {200, "ready\n"};
+  }
+  if (path != "/metrics") return {404, "not found\n"};
+  std::string out;
+  auto gauge = [&out](std::string_view name, std::string_view help, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
+  };
+  auto counter = [&out](std::string_view name, std::string_view help, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
+  };
+  gauge("epoch_raft_term", "Current Raft term.", s.term.value());
+  gauge("epoch_raft_is_leader", "1 if this node is the leader.",
+        s.role == raft::Role::kLeader ? 1 : 0);
+  gauge("epoch_raft_commit_index", "Commit index.", s.commit.value());
+  gauge("epoch_raft_applied_index", "Applied index.", s.applied.value());
+  gauge("epoch_raft_last_index", "Last log index.", s.last_index.value());
+  counter("epoch_raft_leader_changes_total", "Leader changes seen.", s.leader_changes);
+  counter("epoch_proposals_committed_total", "Proposals committed.", s.proposals_committed);
+  counter("epoch_proposals_failed_total", "Proposals failed.", s.proposals_failed);
+  counter("epoch_reads_lease_total", "Linearizable reads served by the leader lease.",
+          s.lease_reads);
+  counter("epoch_reads_read_index_total", "Linearizable reads through ReadIndex.",
+          s.read_index_reads);
+  wal::WalStats w = wal_->stats();
+  counter("epoch_wal_fsyncs_total", "WAL group-commit fdatasyncs.", w.frames);
+  counter("epoch_wal_bytes_total", "Bytes written to the WAL.", w.frame_bytes);
+  out +=
+      "# HELP epoch_wal_fsync_seconds WAL fdatasync latency.\n# TYPE epoch_wal_fsync_seconds "
+      "histogram\n";
+  fsync_latency_.Render("epoch_wal_fsync_seconds", &out);
+  gauge("epoch_kv_revision", "Current store revision.", store_->CurrentRevision().value());
+  return {200, std::move(out)};
+}
+
+EpochNode::EpochNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EpochNode::~EpochNode() { Shutdown(); }
+
+Result<std::unique_ptr<EpochNode>> EpochNode::Start(NodeConfig config) {
+  auto impl = std::make_unique<Impl>(std::move(config));
+  Status s = impl->Open();
+  if (!s.ok()) {
+    impl->Shutdown();
+    return s;
+  }
+  return std::unique_ptr<EpochNode>(new EpochNode(std::move(impl)));
+}
+
+void EpochNode::Wait() { impl_->Wait(); }
+void EpochNode::Shutdown() { impl_->Shutdown(); }
+std::uint16_t EpochNode::client_port() const {
+  return static_cast<std::uint16_t>(impl_->client_port_);
+}
+std::uint16_t EpochNode::peer_port() const { return impl_->transport_->port(); }
+std::uint16_t EpochNode::metrics_port() const {
+  return impl_->metrics_ ? impl_->metrics_->port() : 0;
+}
+
+}  // namespace epoch::server

@@ -1,0 +1,128 @@
+#include "kv_service.h"
+
+#include "epoch/server/kv_validation.h"
+#include "grpc_util.h"
+#include "leader_forwarder.h"
+
+namespace epoch::server {
+namespace {
+
+bool IsForwarded(const grpc::CallbackServerContext* ctx) {
+  return ctx->client_metadata().count(kForwardedMetadata) > 0;
+}
+
+}  // namespace
+
+template <typename Response, typename Extract>
+grpc::ServerUnaryReactor* KvService::WriteThroughLog(grpc::CallbackServerContext* ctx,
+                                                     v1::InternalRequest request,
+                                                     Response* response, Extract extract) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  Status size = ValidateRequestSize(request.ByteSizeLong(), KvLimits{});
+  if (!size.ok()) {
+    reactor->Finish(ToGrpc(size));
+    return reactor;
+  }
+  auto finish = [this, reactor, response, extract](const Status& s, const v1::InternalResponse& r) {
+    if (!s.ok()) return reactor->Finish(ToGrpc(s));
+    *response = extract(r);
+    node_.FillHeader(response->mutable_header());
+    reactor->Finish(grpc::Status::OK);
+  };
+  // A forwarded write is proposed here or refused: it never travels a second hop.
+  if (IsForwarded(ctx) && node_.driver().status().role != raft::Role::kLeader) {
+    finish(etcd_errors::kNotLeader.ToStatus(), {});
+    return reactor;
+  }
+  node_.Write(std::move(request), ctx->deadline(), std::move(finish));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* ctx,
+                                           const etcdserverpb::RangeRequest* request,
+                                           etcdserverpb::RangeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  Status valid = ValidateRange(*request);
+  if (!valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  node_.ReadBarrier(request->serializable(), [this, reactor, request, response](const Status& s) {
+    if (!s.ok()) return reactor->Finish(ToGrpc(s));
+    Result<etcdserverpb::RangeResponse> result = node_.store().Range(*request);
+    if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+    *response = std::move(*result);
+    node_.FillHeader(response->mutable_header());
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
+                                         const etcdserverpb::PutRequest* request,
+                                         etcdserverpb::PutResponse* response) {
+  Status valid = ValidatePut(*request);
+  if (!valid.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_put() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.put(); });
+}
+
+grpc::ServerUnaryReactor* KvService::DeleteRange(grpc::CallbackServerContext* ctx,
+                                                 const etcdserverpb::DeleteRangeRequest* request,
+                                                 etcdserverpb::DeleteRangeResponse* response) {
+  Status valid = ValidateDeleteRange(*request);
+  if (!valid.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_delete_range() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.delete_range(); });
+}
+
+grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
+                                         const etcdserverpb::TxnRequest* request,
+                                         etcdserverpb::TxnResponse* response) {
+  Status valid = ValidateTxn(*request, KvLimits{});
+  if (!valid.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  if (IsReadOnlyTxn(*request)) {
+    // No writes: a linearizable read, without a log entry (as etcd does).
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    node_.ReadBarrier(false, [this, reactor, request, response](const Status& s) {
+      if (!s.ok()) return reactor->Finish(ToGrpc(s));
+      Result<etcdserverpb::TxnResponse> result = node_.store().ReadOnlyTxn(*request);
+      if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+      *response = std::move(*result);
+      node_.FillHeader(response->mutable_header());
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_txn() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.txn(); });
+}
+
+grpc::ServerUnaryReactor* KvService::Compact(grpc::CallbackServerContext* ctx,
+                                             const etcdserverpb::CompactionRequest* request,
+                                             etcdserverpb::CompactionResponse* response) {
+  v1::InternalRequest internal;
+  *internal.mutable_compaction() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.compaction(); });
+}
+
+}  // namespace epoch::server

@@ -1,0 +1,119 @@
+// epochd: one node of an Epoch cluster. Parses flags (CLI11), validates them, and runs an
+// EpochNode until SIGINT or SIGTERM.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "epoch/server/epoch_node.h"
+
+namespace {
+
+using epoch::server::NodeConfig;
+
+struct Flags {
+  std::string listen_client = "127.0.0.1:2379";
+  std::string listen_peer = "127.0.0.1:2380";
+  std::string listen_metrics;
+  std::string initial_cluster;
+  std::string initial_cluster_clients;
+  std::string log_level = "info";
+  int tick_ms = 10;
+};
+
+void AddFlags(CLI::App& app, Flags& f, NodeConfig& c) {
+  app.add_option("--name", c.name, "This member's name (must appear in --initial-cluster)")
+      ->required();
+  app.add_option("--data-dir", c.data_dir, "Directory for the WAL and the state machine")
+      ->required();
+  app.add_option("--listen-client-urls", f.listen_client, "host:port serving the etcd v3 gRPC API");
+  app.add_option("--listen-peer-urls", f.listen_peer, "host:port for Raft traffic between members");
+  app.add_option("--listen-metrics-urls", f.listen_metrics,
+                 "host:port for /metrics, /health, /ready");
+  app.add_option("--initial-cluster", f.initial_cluster,
+                 "Peer addresses of every member: name=host:port,...")
+      ->required();
+  app.add_option("--initial-cluster-clients", f.initial_cluster_clients,
+                 "Client addresses of every member: name=host:port,...")
+      ->required();
+  app.add_option("--initial-cluster-token", c.cluster_token,
+                 "Distinguishes clusters; part of member IDs");
+  app.add_option("--tick-ms", f.tick_ms, "Raft tick period in milliseconds")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--heartbeat-ticks", c.raft.heartbeat_ticks, "Ticks between leader heartbeats");
+  app.add_option("--election-timeout-ticks", c.raft.election_timeout_min_ticks,
+                 "Cluster election timeout floor in ticks (same on every member)");
+  app.add_option("--election-jitter-ticks", c.raft.election_jitter_ticks,
+                 "Random election timeout spread");
+  app.add_option("--max-clock-drift", c.raft.max_clock_drift,
+                 "Bound on the clock rate difference between members (0.05 = 5%)");
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+}
+
+epoch::Status Finish(const Flags& f, NodeConfig& c) {
+  using epoch::server::ParseHostPort;
+  auto client = ParseHostPort(f.listen_client);
+  if (!client.ok()) return client.status().Annotate("--listen-client-urls");
+  auto peer = ParseHostPort(f.listen_peer);
+  if (!peer.ok()) return peer.status().Annotate("--listen-peer-urls");
+  c.listen_client = *client;
+  c.listen_peer = *peer;
+  if (!f.listen_metrics.empty()) {
+    auto metrics = ParseHostPort(f.listen_metrics);
+    if (!metrics.ok()) return metrics.status().Annotate("--listen-metrics-urls");
+    c.listen_metrics = *metrics;
+  }
+  c.tick = std::chrono::milliseconds(f.tick_ms);
+  EPOCH_RETURN_IF_ERROR(
+      epoch::server::ParseInitialCluster(f.initial_cluster, f.initial_cluster_clients, &c));
+  c.raft.id = epoch::server::MemberIdFor(c.cluster_token, c.name);
+  return c.Validate();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"epochd: a node of an Epoch cluster (etcd v3 API, Raft, fencing tokens)"};
+  Flags flags;
+  NodeConfig config;
+  AddFlags(app, flags, config);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  epoch::Status valid = Finish(flags, config);
+  if (!valid.ok()) {
+    std::cerr << "epochd: " << valid.message() << "\n";
+    return 2;
+  }
+
+  // Block the stop signals in every thread; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto node = epoch::server::EpochNode::Start(config);
+  if (!node.ok()) {
+    std::cerr << "epochd: " << node.status().ToString() << "\n";
+    return 1;
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("node={} received signal {}, shutting down", config.name, sig);
+    (*node)->Shutdown();
+  });
+  (*node)->Wait();
+  (*node)->Shutdown();
+  // Wake the signal waiter if we stopped for another reason.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return 0;
+}

@@ -1,0 +1,116 @@
+#include "maintenance_service.h"
+
+#include <asio.hpp>
+
+#include "grpc_util.h"
+
+namespace epoch::server {
+
+grpc::ServerUnaryReactor* MaintenanceService::Status(grpc::CallbackServerContext* ctx,
+                                                     const etcdserverpb::StatusRequest*,
+                                                     etcdserverpb::StatusResponse* response) {
+  DriverStatus s = node_.driver().status();
+  response->set_version(kEtcdApiVersion);
+  response->set_dbsize(node_.store().ApproximateSizeBytes());
+  response->set_dbsizeinuse(node_.store().ApproximateSizeBytes());
+  response->set_leader(s.leader.value());
+  response->set_raftindex(s.last_index.value());
+  response->set_raftterm(s.term.value());
+  response->set_raftappliedindex(s.applied.value());
+  response->set_islearner(false);
+  if (s.leader == raft::kNoNode) response->add_errors("etcdserver: no leader");
+  node_.FillHeader(response->mutable_header());
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MaintenanceService::Alarm(grpc::CallbackServerContext* ctx,
+                                                    const etcdserverpb::AlarmRequest* request,
+                                                    etcdserverpb::AlarmResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  // Epoch raises no alarms yet (no space quota, no corruption checker), so GET lists none and
+  // DEACTIVATE has nothing to clear. ACTIVATE is an operator action we do not support.
+  if (request->action() == etcdserverpb::AlarmRequest::ACTIVATE) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                 "epoch: raising alarms by hand is not supported"));
+    return reactor;
+  }
+  node_.FillHeader(response->mutable_header());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MaintenanceService::HashKV(grpc::CallbackServerContext* ctx,
+                                                     const etcdserverpb::HashKVRequest* request,
+                                                     etcdserverpb::HashKVResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  Result<KvHash> hash = node_.store().HashKV(Revision(request->revision()));
+  if (!hash.ok()) {
+    reactor->Finish(ToGrpc(hash.status()));
+    return reactor;
+  }
+  response->set_hash(hash->hash);
+  response->set_compact_revision(hash->compact_revision.value());
+  node_.FillHeader(response->mutable_header());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MaintenanceService::MoveLeader(
+    grpc::CallbackServerContext* ctx, const etcdserverpb::MoveLeaderRequest* request,
+    etcdserverpb::MoveLeaderResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  NodeId target(request->targetid());
+  if (node_.driver().status().role != raft::Role::kLeader) {
+    reactor->Finish(ToGrpc(etcd_errors::kNotLeader));
+    return reactor;
+  }
+  if (!node_.config().FindMember(target)) {
+    reactor->Finish(ToGrpc(etcd_errors::kBadLeaderTransferee));
+    return reactor;
+  }
+  // Like etcd, answer once the target leads (or fail after the deadline / a few election floors).
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  node_.driver().TransferLeadership(
+      target, [this, reactor, response, target, give_up](const epoch::Status& s) {
+        if (!s.ok()) return reactor->Finish(ToGrpc(s));
+        auto poll = std::make_shared<std::function<void()>>();
+        auto timer = std::make_shared<asio::steady_timer>(node_.read_pool());
+        *poll = [this, reactor, response, target, give_up, poll, timer] {
+          if (node_.driver().status().leader == target) {
+            node_.FillHeader(response->mutable_header());
+            *poll = nullptr;  // break the self-reference
+            return reactor->Finish(grpc::Status::OK);
+          }
+          if (std::chrono::steady_clock::now() > give_up) {
+            *poll = nullptr;
+            return reactor->Finish(ToGrpc(etcd_errors::kTimeout));
+          }
+          timer->expires_after(std::chrono::milliseconds(5));
+          timer->async_wait([poll](std::error_code) {
+            if (*poll) (*poll)();
+          });
+        };
+        (*poll)();
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClusterService::MemberList(grpc::CallbackServerContext* ctx,
+                                                     const etcdserverpb::MemberListRequest*,
+                                                     etcdserverpb::MemberListResponse* response) {
+  for (const MemberInfo& m : node_.config().members) {
+    etcdserverpb::Member* member = response->add_members();
+    member->set_id(m.id.value());
+    member->set_name(m.name);
+    member->add_peerurls("http://" + m.peer.ToString());
+    member->add_clienturls("http://" + m.client.ToString());
+  }
+  node_.FillHeader(response->mutable_header());
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace epoch::server

@@ -1,0 +1,85 @@
+#include "epoch/server/node_context.h"
+
+#include <spdlog/spdlog.h>
+
+#include "epoch/server/etcd_errors.h"
+#include "leader_forwarder.h"
+
+namespace epoch::server {
+namespace {
+
+// Errors after which a write was certainly not applied, so trying again (at the new leader) is
+// safe: the request was refused before it reached a log, or its log slot went to another entry.
+bool SafeToRetry(const Status& s) {
+  const std::string& m = s.message();
+  return m == etcd_errors::kNotLeader.message || m == etcd_errors::kNoLeader.message ||
+         m == etcd_errors::kLeaderChanged.message;
+}
+
+constexpr auto kLeaderPoll = std::chrono::milliseconds(10);
+
+}  // namespace
+
+NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& store,
+                         asio::thread_pool& read_pool)
+    : config_(config),
+      driver_(driver),
+      store_(store),
+      read_pool_(read_pool),
+      forwarder_(std::make_unique<LeaderForwarder>(config)),
+      timer_executor_(read_pool.get_executor()) {}
+
+NodeContext::~NodeContext() = default;
+
+void NodeContext::Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
+                        WriteCallback done) {
+  auto wait = std::min(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          deadline - std::chrono::system_clock::now()),
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.leader_wait));
+  auto give_up = std::chrono::steady_clock::now() + wait;
+  WriteAttempt(std::make_shared<v1::InternalRequest>(std::move(request)), give_up, std::move(done));
+}
+
+void NodeContext::WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
+                               std::chrono::steady_clock::time_point give_up, WriteCallback done) {
+  auto retry_or_fail = [this, request, give_up, done](const Status& s,
+                                                      const v1::InternalResponse& r) {
+    if (s.ok() || !SafeToRetry(s) || std::chrono::steady_clock::now() >= give_up) {
+      return done(s, r);
+    }
+    auto timer = std::make_shared<asio::steady_timer>(timer_executor_, kLeaderPoll);
+    timer->async_wait([this, timer, request, give_up, done](std::error_code) {
+      WriteAttempt(request, give_up, done);
+    });
+  };
+  DriverStatus status = driver_.status();
+  if (status.role == raft::Role::kLeader) {
+    return driver_.Propose(*request, retry_or_fail);
+  }
+  if (status.leader == raft::kNoNode) return retry_or_fail(etcd_errors::kNoLeader.ToStatus(), {});
+  auto deadline = std::chrono::system_clock::now() +
+                  std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                      give_up - std::chrono::steady_clock::now()) +
+                  std::chrono::seconds(5);
+  forwarder_->Forward(status.leader, *request, deadline, retry_or_fail);
+}
+
+void NodeContext::ReadBarrier(bool serializable, ReadyCallback done) {
+  if (serializable) {
+    return asio::post(read_pool_, [done = std::move(done)] { done(Status::Ok()); });
+  }
+  driver_.ReadIndex([this, done = std::move(done)](const Status& s) {
+    asio::post(read_pool_, [s, done] { done(s); });
+  });
+}
+
+void NodeContext::FillHeader(etcdserverpb::ResponseHeader* header) const {
+  DriverStatus status = driver_.status();
+  header->set_cluster_id(config_.cluster_id());
+  header->set_member_id(config_.self_id().value());
+  header->set_raft_term(status.term.value());
+  if (header->revision() == 0) header->set_revision(store_.CurrentRevision().value());
+}
+
+}  // namespace epoch::server

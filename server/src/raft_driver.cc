@@ -1,0 +1,314 @@
+#include "epoch/server/raft_driver.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <utility>
+
+namespace epoch::server {
+namespace {
+
+// Retryable: the request may be sent again (to the new leader). etcd's "leader changed".
+Status LeaderChanged() { return Status::Unavailable("etcdserver: leader changed"); }
+Status NoLeader() { return Status::Unavailable("etcdserver: no leader"); }
+Status Stopping() { return Status::Unavailable("etcdserver: server stopped"); }
+
+}  // namespace
+
+RaftDriver::RaftDriver(asio::io_context& io, RaftDriverOptions options, DurableLog& log,
+                       StateMachine& state_machine, MessageSender& sender)
+    : io_(io),
+      strand_(asio::make_strand(io)),
+      tick_timer_(strand_),
+      options_(std::move(options)),
+      log_(log),
+      state_machine_(state_machine),
+      sender_(sender),
+      node_(std::make_unique<raft::Node>(options_.raft, log_, options_.seed)),
+      next_request_id_((options_.raft.id.value() << 48) + 1) {
+  status_.id = options_.raft.id;
+}
+
+RaftDriver::~RaftDriver() = default;
+
+void RaftDriver::Start() {
+  asio::post(strand_, [this] {
+    next_tick_ = std::chrono::steady_clock::now() + options_.tick;
+    PublishStatus();
+    ScheduleTick();
+    MaybeHandleReady();
+  });
+}
+
+void RaftDriver::Stop() {
+  asio::post(strand_, [this] {
+    if (stopped_) return;
+    stopped_ = true;
+    tick_timer_.cancel();
+    FailAllReads(Stopping());
+    FailAllProposals(Stopping());
+  });
+}
+
+void RaftDriver::ScheduleTick() {
+  tick_timer_.expires_at(next_tick_);
+  tick_timer_.async_wait([this](std::error_code ec) {
+    if (ec || stopped_) return;
+    OnTick();
+  });
+}
+
+void RaftDriver::OnTick() {
+  // Tick at a fixed rate on the monotonic clock. When the loop fell behind by more than a few
+  // ticks (a pause), do not replay the missed ticks in a burst: Raft tolerates a slow clock, and
+  // catching up would fire election timers all at once.
+  auto now = std::chrono::steady_clock::now();
+  node_->Tick();
+  next_tick_ += options_.tick;
+  if (next_tick_ + 3 * options_.tick < now) next_tick_ = now + options_.tick;
+  MaybeHandleReady();
+  PublishStatus();
+  ScheduleTick();
+}
+
+void RaftDriver::Propose(v1::InternalRequest request, ProposeCallback done) {
+  request.set_request_id(next_request_id_.fetch_add(1));
+  asio::post(strand_, [this, request = std::move(request), done = std::move(done)]() mutable {
+    if (stopped_) return done(Stopping(), {});
+    proposal_batch_.emplace_back(std::move(request), std::move(done));
+    if (!flush_scheduled_) {
+      flush_scheduled_ = true;
+      // Proposals that arrive while this handler is queued join the same batch.
+      asio::post(strand_, [this] { FlushProposals(); });
+    }
+  });
+}
+
+void RaftDriver::FlushProposals() {
+  flush_scheduled_ = false;
+  if (proposal_batch_.empty()) return;
+  auto batch = std::move(proposal_batch_);
+  proposal_batch_.clear();
+  std::vector<std::string> commands;
+  commands.reserve(batch.size());
+  for (auto& [request, done] : batch) commands.push_back(request.SerializeAsString());
+  raft::ProposeResult result = node_->Propose(std::move(commands));
+  if (!result.ok()) {
+    Status status =
+        result.error == raft::ProposeError::kNotLeader
+            ? (result.leader_hint == raft::kNoNode ? NoLeader()
+                                                   : Status::NotLeader("etcdserver: not leader"))
+            : Status::Unavailable(fmt::format("etcdserver: proposal dropped ({})",
+                                              raft::ProposeErrorName(result.error)));
+    for (auto& [request, done] : batch) done(status, {});
+    counters_.proposals_failed += batch.size();
+    return;
+  }
+  LogIndex index = result.first_index;
+  for (auto& [request, done] : batch) {
+    pending_proposals_.emplace(index, PendingProposal{result.term, std::move(done)});
+    ++index;
+  }
+  MaybeHandleReady();
+}
+
+void RaftDriver::ReadIndex(ReadCallback done) {
+  asio::post(strand_, [this, done = std::move(done)]() mutable {
+    if (stopped_) return done(Stopping());
+    // Lease path without waiting for a Ready round trip (which may sit behind an fsync): while
+    // the lease is valid, the commit index is a safe read index (DESIGN.md §2).
+    if (node_->LeaseValid()) {
+      ++counters_.lease_reads;
+      reads_waiting_apply_.push_back({node_->commit_index(), std::move(done)});
+      ServeWaitingReads();
+      return;
+    }
+    std::uint64_t context = next_read_context_++;
+    raft::ReadIndexOutcome outcome = node_->ReadIndex(context);
+    if (outcome == raft::ReadIndexOutcome::kNoLeader) return done(NoLeader());
+    ++counters_.read_index_reads;
+    pending_reads_.emplace(context, std::move(done));
+    MaybeHandleReady();
+  });
+}
+
+void RaftDriver::TransferLeadership(NodeId target, DoneCallback done) {
+  asio::post(strand_, [this, target, done = std::move(done)] {
+    switch (node_->TransferLeadership(target)) {
+      case raft::TransferOutcome::kStarted:
+      case raft::TransferOutcome::kAlreadyInProgress: MaybeHandleReady(); return done(Status::Ok());
+      case raft::TransferOutcome::kNotLeader:
+        return done(Status::NotLeader("etcdserver: not leader"));
+      case raft::TransferOutcome::kTargetIsSelf: return done(Status::Ok());
+      case raft::TransferOutcome::kTargetNotVoter:
+        return done(Status::InvalidArgument("etcdserver: bad leader transferee"));
+    }
+  });
+}
+
+void RaftDriver::Receive(raft::Message message) {
+  asio::post(strand_, [this, message = std::move(message)] {
+    if (stopped_) return;
+    (void)node_->Step(message);
+    MaybeHandleReady();
+  });
+}
+
+void RaftDriver::Unreachable(NodeId peer) {
+  asio::post(strand_, [this, peer] {
+    if (!stopped_) node_->ReportUnreachable(peer);
+  });
+}
+
+void RaftDriver::Post(std::function<void()> fn) { asio::post(strand_, std::move(fn)); }
+
+void RaftDriver::MaybeHandleReady() {
+  if (stopped_ || ready_in_flight_ || !node_->HasReady()) return;
+  auto ready = std::make_shared<raft::Ready>(node_->GetReady());
+  ready_in_flight_ = true;
+  if (ready->soft_state) OnSoftState(*ready->soft_state);
+  for (const raft::Message& m : ready->messages) sender_.Send(m);
+  if (ready->snapshot || !ready->entries.empty() || ready->hard_state) {
+    if (ready->snapshot) {
+      // Installing a received state-machine image is not implemented yet (issue 6): refusing is
+      // the only safe answer, since applying entries after the snapshot to an older state would
+      // diverge.
+      return Fatal(Status::FailedPrecondition(
+          fmt::format("received a snapshot at index {} but snapshot install is not implemented",
+                      ready->snapshot->index)));
+    }
+    log_.Persist(ready->snapshot, ready->entries, ready->hard_state, ready->must_sync,
+                 [this, ready](Status status) {
+                   asio::post(strand_, [this, ready, status] { AfterPersist(ready, status); });
+                 });
+    return;
+  }
+  AfterPersist(ready, Status::Ok());
+}
+
+void RaftDriver::AfterPersist(const std::shared_ptr<raft::Ready>& ready, const Status& status) {
+  if (!status.ok()) return Fatal(status);
+  for (const raft::Message& m : ready->messages_after_persist) sender_.Send(m);
+  ApplyCommitted(ready->committed_entries);
+  ServeReadStates(ready->read_states);
+  if (ready->conf_state) sender_.OnMembership(*ready->conf_state);
+  node_->Advance(*ready);
+  ready_in_flight_ = false;
+  PublishStatus();
+  if (!stopped_) MaybeHandleReady();
+}
+
+void RaftDriver::ApplyCommitted(const std::vector<raft::Entry>& entries) {
+  if (entries.empty()) return;
+  // After a restart the core hands out entries from the snapshot on; the state machine may have
+  // applied some of them already (its applied index is durable with its data).
+  LogIndex applied = state_machine_.AppliedIndex();
+  std::vector<raft::Entry> fresh;
+  for (const raft::Entry& e : entries) {
+    if (e.index > applied) fresh.push_back(e);
+  }
+  std::vector<ApplyOutcome> outcomes =
+      fresh.empty() ? std::vector<ApplyOutcome>{} : state_machine_.Apply(fresh);
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    auto it = pending_proposals_.find(fresh[i].index);
+    if (it == pending_proposals_.end()) continue;
+    PendingProposal pending = std::move(it->second);
+    pending_proposals_.erase(it);
+    if (fresh[i].term != pending.term) {
+      // Another leader's entry took this index: ours was never committed (Raft §5.3).
+      ++counters_.proposals_failed;
+      pending.done(LeaderChanged(), {});
+      continue;
+    }
+    ++counters_.proposals_committed;
+    const ApplyOutcome& outcome = outcomes[i];
+    pending.done(outcome.status, outcome.response);
+  }
+  ServeWaitingReads();
+}
+
+void RaftDriver::ServeReadStates(const std::vector<raft::ReadState>& states) {
+  for (const raft::ReadState& rs : states) {
+    auto it = pending_reads_.find(rs.context);
+    if (it == pending_reads_.end()) continue;
+    // Keep the queue ordered by index so one pass serves every read the apply reached.
+    auto pos = reads_waiting_apply_.end();
+    while (pos != reads_waiting_apply_.begin() && std::prev(pos)->index > rs.index) --pos;
+    reads_waiting_apply_.insert(pos, WaitingRead{rs.index, std::move(it->second)});
+    pending_reads_.erase(it);
+  }
+  ServeWaitingReads();
+}
+
+void RaftDriver::ServeWaitingReads() {
+  LogIndex applied = state_machine_.AppliedIndex();
+  while (!reads_waiting_apply_.empty() && reads_waiting_apply_.front().index <= applied) {
+    ReadCallback done = std::move(reads_waiting_apply_.front().done);
+    reads_waiting_apply_.pop_front();
+    done(Status::Ok());
+  }
+}
+
+void RaftDriver::OnSoftState(const raft::SoftState& soft) {
+  if (soft.leader != last_leader_) {
+    spdlog::info("node={:x} term={} leader={:x} role={}", options_.raft.id, soft.term, soft.leader,
+                 raft::RoleName(soft.role));
+    ++counters_.leader_changes;
+    // A ReadIndex request in flight to (or at) the old leader may never be answered.
+    FailAllReads(LeaderChanged());
+    last_leader_ = soft.leader;
+  }
+}
+
+void RaftDriver::FailAllReads(const Status& status) {
+  auto pending = std::move(pending_reads_);
+  pending_reads_.clear();
+  for (auto& [context, done] : pending) done(status);
+  // Reads already confirmed only wait for the local apply; they stay valid across a leader change.
+  if (status.message() == Stopping().message()) {
+    auto waiting = std::move(reads_waiting_apply_);
+    reads_waiting_apply_.clear();
+    for (auto& w : waiting) w.done(status);
+  }
+}
+
+void RaftDriver::FailAllProposals(const Status& status) {
+  auto pending = std::move(pending_proposals_);
+  pending_proposals_.clear();
+  for (auto& [index, p] : pending) p.done(status, {});
+  auto batch = std::move(proposal_batch_);
+  proposal_batch_.clear();
+  for (auto& [request, done] : batch) done(status, {});
+}
+
+void RaftDriver::PublishStatus() {
+  raft::NodeStatus s = node_->Status();
+  std::lock_guard lock(status_mu_);
+  status_.leader = s.leader;
+  status_.term = s.term;
+  status_.role = s.role;
+  status_.commit = s.commit;
+  status_.applied = state_machine_.AppliedIndex();
+  status_.last_index = s.last_index;
+  status_.lease_valid = s.lease_valid;
+  status_.leader_changes = counters_.leader_changes;
+  status_.lease_reads = counters_.lease_reads;
+  status_.read_index_reads = counters_.read_index_reads;
+  status_.proposals_committed = counters_.proposals_committed;
+  status_.proposals_failed = counters_.proposals_failed;
+}
+
+DriverStatus RaftDriver::status() const {
+  std::lock_guard lock(status_mu_);
+  return status_;
+}
+
+void RaftDriver::Fatal(const Status& status) {
+  spdlog::critical("node={:x} fail-stop: {}", options_.raft.id, status.ToString());
+  stopped_ = true;
+  tick_timer_.cancel();
+  if (options_.on_fatal) return options_.on_fatal(status);
+  std::abort();
+}
+
+}  // namespace epoch::server
