@@ -126,8 +126,13 @@ inline Status SubmitOp(Wal& wal, const Op& op, DurableCallback done) {
 
 class Workload {
  public:
-  Workload(std::uint64_t seed, RefLog start, std::size_t max_data_bytes)
-      : rng_(seed), state_(std::move(start)), max_data_bytes_(max_data_bytes), salt_(seed) {}
+  // `snapshots`: whether snapshot requests (and so compaction) are generated at all.
+  Workload(std::uint64_t seed, RefLog start, std::size_t max_data_bytes, bool snapshots = true)
+      : rng_(seed),
+        state_(std::move(start)),
+        max_data_bytes_(max_data_bytes),
+        salt_(seed),
+        snapshots_(snapshots) {}
 
   [[nodiscard]] const RefLog& state() const { return state_; }
 
@@ -173,7 +178,7 @@ class Workload {
       const Term term = Term(CurrentTerm().value() + 1);
       op.entries = Entries(from, 1 + Uniform(6), term);
       op.hs = RandomHardState(term, from + op.entries.size() - 1);
-    } else if (r < 86) {
+    } else if (r < 86 || !snapshots_) {
       const Term term = Uniform(3) == 0 ? Term(CurrentTerm().value() + 1) : CurrentTerm();
       op.hs = RandomHardState(term, last);
     } else if (r < 97 && has_entries) {
@@ -194,6 +199,7 @@ class Workload {
   RefLog state_;
   const std::size_t max_data_bytes_;
   const std::uint64_t salt_;
+  const bool snapshots_;
 };
 
 }  // namespace epoch::wal::testing
