@@ -1,0 +1,288 @@
+// RaftDriver with three nodes on one io_context, an in-process network that goes through the
+// peer codec, in-memory durable logs and a toy state machine. Real time, short ticks; every wait
+// is on a condition with a deadline.
+#include "epoch/server/raft_driver.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "epoch/raft/conf_change.h"
+#include "epoch/server/peer_codec.h"
+
+namespace epoch::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Applies puts to a map; the response's header revision is the entry's log index.
+class ToyStateMachine final : public StateMachine {
+ public:
+  LogIndex AppliedIndex() const override { return applied_.load(); }
+  std::vector<ApplyOutcome> Apply(const std::vector<raft::Entry>& entries) override {
+    std::vector<ApplyOutcome> out;
+    for (const raft::Entry& e : entries) {
+      ApplyOutcome o;
+      o.index = e.index;
+      if (e.type == raft::EntryType::kNormal && !e.data.empty()) {
+        v1::InternalRequest req;
+        REQUIRE(req.ParseFromString(e.data));
+        o.request_id = req.request_id();
+        std::lock_guard lock(mu_);
+        data_[req.put().key()] = req.put().value();
+        o.response.mutable_put()->mutable_header()->set_revision(
+            static_cast<std::int64_t>(e.index.value()));
+      }
+      out.push_back(std::move(o));
+      applied_ = e.index;
+    }
+    return out;
+  }
+  std::optional<std::string> Get(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = data_.find(key);
+    if (it == data_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  std::atomic<LogIndex> applied_{LogIndex(1)};  // the bootstrap snapshot covers index 1
+  std::mutex mu_;
+  std::map<std::string, std::string> data_;
+};
+
+class FailingLog final : public DurableLog {
+ public:
+  explicit FailingLog(raft::MemoryLog log) : inner_(std::move(log)) {}
+  raft::HardState InitialHardState() const override { return inner_.InitialHardState(); }
+  raft::SnapshotMeta LastSnapshot() const override { return inner_.LastSnapshot(); }
+  LogIndex FirstIndex() const override { return inner_.FirstIndex(); }
+  LogIndex LastIndex() const override { return inner_.LastIndex(); }
+  std::optional<Term> TermAt(LogIndex i) const override { return inner_.TermAt(i); }
+  std::vector<raft::Entry> Entries(LogIndex lo, LogIndex hi, std::uint64_t max) const override {
+    return inner_.Entries(lo, hi, max);
+  }
+  void Persist(const std::optional<raft::SnapshotMeta>& s, const std::vector<raft::Entry>& e,
+               const std::optional<raft::HardState>& h, bool sync, DoneCallback done) override {
+    if (fail.load() && !e.empty()) return done(Status::IOError("fdatasync: Input/output error"));
+    inner_.Persist(s, e, h, sync, std::move(done));
+  }
+  Status Compact(LogIndex i, const raft::ConfState& c) override { return inner_.Compact(i, c); }
+  std::atomic<bool> fail{false};
+
+ private:
+  MemoryDurableLog inner_;
+};
+
+class Cluster;
+
+// Delivers through the codec, as the TCP transport would; drops messages to "down" nodes.
+class LoopSender final : public MessageSender {
+ public:
+  LoopSender(Cluster& cluster) : cluster_(cluster) {}
+  void Send(const raft::Message& m) override;
+  void OnMembership(const raft::ConfState&) override {}
+
+ private:
+  Cluster& cluster_;
+};
+
+class Cluster {
+ public:
+  explicit Cluster(int n) {
+    std::vector<NodeId> ids;
+    for (int i = 1; i <= n; ++i) ids.emplace_back(i);
+    for (int i = 1; i <= n; ++i) {
+      auto node = std::make_unique<Member>(*this);
+      node->log = std::make_unique<FailingLog>(raft::MemoryLog::Bootstrapped(ids));
+      RaftDriverOptions opts;
+      opts.raft.id = NodeId(i);
+      opts.tick = 2ms;
+      opts.seed = static_cast<std::uint64_t>(i);
+      opts.on_fatal = [m = node.get()](const Status& s) {
+        std::lock_guard lock(m->mu);
+        m->fatal = s;
+      };
+      node->driver = std::make_unique<RaftDriver>(io_, opts, *node->log, node->sm, node->sender);
+      members_.push_back(std::move(node));
+    }
+    for (auto& m : members_) m->driver->Start();
+    thread_ = std::thread([this] {
+      auto guard = asio::make_work_guard(io_);
+      io_.run();
+    });
+  }
+  ~Cluster() {
+    for (auto& m : members_) m->driver->Stop();
+    io_.stop();
+    thread_.join();
+  }
+
+  struct Member {
+    explicit Member(Cluster& c) : sender(c) {}
+    std::unique_ptr<FailingLog> log;
+    ToyStateMachine sm;
+    LoopSender sender;
+    std::unique_ptr<RaftDriver> driver;
+    std::mutex mu;
+    std::optional<Status> fatal;
+  };
+
+  Member& member(NodeId id) { return *members_[id.value() - 1]; }
+
+  // The leader every member agrees on, once there is one.
+  NodeId WaitForLeader(std::chrono::milliseconds deadline = 10s) {
+    auto end = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < end) {
+      NodeId leader = members_[0]->driver->status().leader;
+      bool agreed = leader != raft::kNoNode;
+      for (auto& m : members_) agreed = agreed && m->driver->status().leader == leader;
+      if (agreed && member(leader).driver->status().role == raft::Role::kLeader) return leader;
+      std::this_thread::sleep_for(1ms);  // polling real time, not a fixed wait
+    }
+    return raft::kNoNode;
+  }
+
+  std::pair<Status, v1::InternalResponse> Put(NodeId via, const std::string& key,
+                                              const std::string& value) {
+    v1::InternalRequest req;
+    req.mutable_put()->set_key(key);
+    req.mutable_put()->set_value(value);
+    std::promise<std::pair<Status, v1::InternalResponse>> done;
+    auto future = done.get_future();
+    member(via).driver->Propose(req, [&done](const Status& s, const v1::InternalResponse& r) {
+      done.set_value({s, r});
+    });
+    REQUIRE(future.wait_for(10s) == std::future_status::ready);
+    return future.get();
+  }
+
+  Status Read(NodeId via) {
+    std::promise<Status> done;
+    auto future = done.get_future();
+    member(via).driver->ReadIndex([&done](const Status& s) { done.set_value(s); });
+    REQUIRE(future.wait_for(10s) == std::future_status::ready);
+    return future.get();
+  }
+
+  std::atomic<bool> partitioned[8] = {};
+
+ private:
+  friend class LoopSender;
+  asio::io_context io_;
+  std::vector<std::unique_ptr<Member>> members_;
+  std::thread thread_;
+};
+
+void LoopSender::Send(const raft::Message& m) {
+  if (cluster_.partitioned[m.from.value()] || cluster_.partitioned[m.to.value()]) return;
+  Result<raft::Message> decoded = DecodeFrame(EncodeFrame(m));
+  REQUIRE(decoded.ok());
+  INFO(raft::DescribeMessage(m) << " vs " << raft::DescribeMessage(*decoded) << " snap "
+                                << m.snapshot.has_value() << decoded->snapshot.has_value()
+                                << " ctx " << m.context << "/" << decoded->context << " round "
+                                << m.round << "/" << decoded->round);
+  CHECK(decoded->commit == m.commit);
+  CHECK(decoded->reject == m.reject);
+  CHECK(decoded->reject_hint == m.reject_hint);
+  CHECK(decoded->entries.size() == m.entries.size());
+  CHECK(decoded->transfer == m.transfer);
+  CHECK(decoded->log_term == m.log_term);
+  CHECK(decoded->index == m.index);
+  REQUIRE(*decoded == m);
+  cluster_.member(m.to).driver->Receive(std::move(*decoded));
+}
+
+TEST_CASE("driver: a leader is elected and proposals commit with their response",
+          "[server][driver]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  auto [status, response] = c.Put(leader, "k", "v1");
+  REQUIRE(status.ok());
+  CHECK(response.put().header().revision() > 1);
+  // Linearizable read on a follower: once served, the follower has applied the write.
+  NodeId follower(leader.value() % 3 + 1);
+  REQUIRE(c.Read(follower).ok());
+  CHECK(c.member(follower).sm.Get("k") == "v1");
+}
+
+TEST_CASE("driver: a follower refuses proposals with not-leader", "[server][driver]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  NodeId follower(leader.value() % 3 + 1);
+  auto [status, response] = c.Put(follower, "k", "v");
+  CHECK(status.Is(StatusCode::kNotLeader));
+  CHECK(status.message() == "etcdserver: not leader");
+}
+
+TEST_CASE("driver: many concurrent proposals all commit in one order", "[server][driver]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  constexpr int kProposals = 500;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0, ok = 0;
+  std::set<std::int64_t> revisions;
+  for (int i = 0; i < kProposals; ++i) {
+    v1::InternalRequest req;
+    req.mutable_put()->set_key("k" + std::to_string(i));
+    req.mutable_put()->set_value("v");
+    c.member(leader).driver->Propose(req, [&](const Status& s, const v1::InternalResponse& r) {
+      std::lock_guard lock(mu);
+      ++done;
+      if (s.ok()) {
+        ++ok;
+        revisions.insert(r.put().header().revision());
+      }
+      cv.notify_all();
+    });
+  }
+  std::unique_lock lock(mu);
+  REQUIRE(cv.wait_for(lock, 20s, [&] { return done == kProposals; }));
+  CHECK(ok == kProposals);
+  CHECK(revisions.size() == kProposals);  // each at its own log index
+}
+
+TEST_CASE("driver: leadership transfer moves the leader", "[server][driver]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  NodeId target(leader.value() % 3 + 1);
+  std::promise<Status> done;
+  c.member(leader).driver->TransferLeadership(target, [&](const Status& s) { done.set_value(s); });
+  REQUIRE(done.get_future().get().ok());
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < end && c.WaitForLeader() != target) {
+  }
+  CHECK(c.WaitForLeader() == target);
+  CHECK(c.Put(target, "k", "v2").first.ok());
+}
+
+TEST_CASE("driver: a persist failure is fail-stop", "[server][driver]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  c.member(leader).log->fail = true;
+  v1::InternalRequest req;
+  req.mutable_put()->set_key("k");
+  c.member(leader).driver->Propose(req, [](const Status&, const v1::InternalResponse&) {});
+  auto end = std::chrono::steady_clock::now() + 10s;
+  std::optional<Status> fatal;
+  while (!fatal && std::chrono::steady_clock::now() < end) {
+    std::lock_guard lock(c.member(leader).mu);
+    fatal = c.member(leader).fatal;
+  }
+  REQUIRE(fatal.has_value());
+  CHECK(fatal->Is(StatusCode::kIOError));
+}
+
+}  // namespace
+}  // namespace epoch::server
