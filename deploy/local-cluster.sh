@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# A local Epoch cluster on loopback: 3 (or EPOCH_NODES=5) epochd processes.
+#
+#   deploy/local-cluster.sh start    start the cluster in $EPOCH_CLUSTER_DIR (default /tmp/epoch-local)
+#   deploy/local-cluster.sh stop     stop it (by the PIDs it recorded)
+#   deploy/local-cluster.sh status   etcdctl endpoint status for every member
+#   deploy/local-cluster.sh demo     start, show it working (writes, reads, a leader kill), stop
+#
+# Ports: client 2379 + 10*i, peer 2380 + 10*i, metrics 2381 + 10*i (i = 0..n-1); override the base
+# with EPOCH_BASE_PORT. Logs: $EPOCH_CLUSTER_DIR/nI.log.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+epochd=${EPOCHD:-$root/build/release/server/epochd}
+dir=${EPOCH_CLUSTER_DIR:-/tmp/epoch-local}
+nodes=${EPOCH_NODES:-3}
+base=${EPOCH_BASE_PORT:-2379}
+export ETCDCTL_API=3
+
+client_port() { echo $((base + 10 * $1)); }
+peer_port() { echo $((base + 1 + 10 * $1)); }
+metrics_port() { echo $((base + 2 + 10 * $1)); }
+
+endpoints() {
+  local out="" i
+  for ((i = 0; i < nodes; i++)); do out+="${out:+,}127.0.0.1:$(client_port $i)"; done
+  echo "$out"
+}
+
+start_node() {
+  local i=$1 peers="" clients="" j
+  for ((j = 0; j < nodes; j++)); do
+    peers+="${peers:+,}n$((j + 1))=127.0.0.1:$(peer_port $j)"
+    clients+="${clients:+,}n$((j + 1))=127.0.0.1:$(client_port $j)"
+  done
+  "$epochd" --name "n$((i + 1))" --data-dir "$dir/n$((i + 1))" \
+    --listen-client-urls "127.0.0.1:$(client_port "$i")" \
+    --listen-peer-urls "127.0.0.1:$(peer_port "$i")" \
+    --listen-metrics-urls "127.0.0.1:$(metrics_port "$i")" \
+    --initial-cluster "$peers" --initial-cluster-clients "$clients" \
+    >>"$dir/n$((i + 1)).log" 2>&1 &
+  echo $! >"$dir/n$((i + 1)).pid"
+  disown $! 2>/dev/null || true
+}
+
+wait_healthy() {
+  local deadline=$((SECONDS + 20))
+  until etcdctl --endpoints="$(endpoints)" endpoint health >/dev/null 2>&1; do
+    if ((SECONDS > deadline)); then
+      echo "cluster did not become healthy within 20 s; logs in $dir" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+leader_index() {
+  local i
+  for ((i = 0; i < nodes; i++)); do
+    if curl -sf "http://127.0.0.1:$(metrics_port "$i")/metrics" 2>/dev/null |
+      grep -q '^epoch_raft_is_leader 1'; then
+      echo "$i"
+      return
+    fi
+  done
+  echo -1
+}
+
+cmd_start() {
+  [ -x "$epochd" ] || { echo "no epochd at $epochd: build first (cmake --build --preset release)" >&2; exit 1; }
+  mkdir -p "$dir"
+  local i
+  for ((i = 0; i < nodes; i++)); do start_node "$i"; done
+  wait_healthy
+  echo "cluster of $nodes started: endpoints $(endpoints); data and logs in $dir"
+}
+
+cmd_stop() {
+  local f
+  for f in "$dir"/n*.pid; do
+    [ -f "$f" ] || continue
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+cmd_status() { etcdctl --endpoints="$(endpoints)" endpoint status -w table; }
+
+cmd_demo() {
+  rm -rf "$dir"
+  trap cmd_stop EXIT
+  cmd_start
+  echo; echo "== members"; etcdctl --endpoints="$(endpoints)" member list -w table
+  echo; echo "== status"; cmd_status
+  echo; echo "== writes through every member (followers forward to the leader)"
+  local i
+  for ((i = 0; i < nodes; i++)); do
+    etcdctl --endpoints="127.0.0.1:$(client_port "$i")" put "demo/key$i" "written via n$((i + 1))"
+  done
+  echo; echo "== a linearizable read from each member sees every write"
+  for ((i = 0; i < nodes; i++)); do
+    echo "-- n$((i + 1)):"; etcdctl --endpoints="127.0.0.1:$(client_port "$i")" get demo/ --prefix
+  done
+  local leader; leader=$(leader_index)
+  echo; echo "== SIGKILL the leader n$((leader + 1)); time until a write succeeds again"
+  kill -9 "$(cat "$dir/n$((leader + 1)).pid")"
+  local other=$(((leader + 1) % nodes)) t0 t1
+  t0=$(date +%s%N)
+  until etcdctl --endpoints="127.0.0.1:$(client_port "$other")" --command-timeout=1s put demo/after-failover ok >/dev/null 2>&1; do :; done
+  t1=$(date +%s%N)
+  echo "write accepted $(((t1 - t0) / 1000000)) ms after the kill (includes etcdctl start-up per try)"
+  echo; echo "== restart n$((leader + 1)); it catches up from its WAL and the new leader"
+  start_node "$leader"
+  wait_healthy
+  etcdctl --endpoints="127.0.0.1:$(client_port "$leader")" get demo/after-failover
+  echo; cmd_status
+}
+
+case "${1:-}" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  demo) cmd_demo ;;
+  *) echo "usage: $0 start|stop|status|demo" >&2; exit 2 ;;
+esac
