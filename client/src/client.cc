@@ -41,7 +41,7 @@ std::chrono::system_clock::time_point ToSystem(SteadyTime deadline) {
 }
 
 // Sleeps up to `d`, waking early on a stop request. Returns false when stopped.
-bool SleepFor(std::chrono::nanoseconds d, std::stop_token stop) {
+bool SleepFor(std::chrono::nanoseconds d, const std::stop_token& stop) {
   std::mutex mu;
   std::condition_variable_any cv;
   std::unique_lock lock(mu);
@@ -272,11 +272,12 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     return Status::InvalidArgument("retry backoff needs 0 < base <= cap");
   }
   auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  for (const std::string& name : options.endpoints) {
+  impl->options = std::move(options);
+  const ClientOptions& opts = impl->options;
+  for (const std::string& name : opts.endpoints) {
     grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(options.keepalive_time.count()));
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(options.keepalive_timeout.count()));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(opts.keepalive_time.count()));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(opts.keepalive_timeout.count()));
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     // Reconnect quickly after a member restarts (the default backoff grows to 120 s). Leave
     // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS alone: it is also the connect-attempt timeout, and a

@@ -37,7 +37,7 @@ void SleepFor(std::chrono::nanoseconds d, const std::stop_token& stop) {
 Mutex::Mutex(Client* client, LeaseId lease, std::string name, std::stop_token lease_stop)
     : client_(client),
       lease_(lease),
-      prefix_(name + "/"),
+      prefix_(std::move(name) + "/"),
       my_key_(fmt::format("{}{:x}", prefix_, lease.value())),
       lease_stop_(std::move(lease_stop)) {}
 
@@ -109,7 +109,7 @@ Status Mutex::WaitDeletes(std::int64_t max_create_revision, const CallOptions& c
     Result<etcdserverpb::RangeResponse> waiters = client_->Range(range, call);
     if (!waiters.ok()) return waiters.status();
     if (waiters->kvs_size() == 0) return Status::Ok();  // nobody queued before us
-    const Status waited = WaitDelete(waiters->kvs(0).key(), waiters->header().revision(), call);
+    Status waited = WaitDelete(waiters->kvs(0).key(), waiters->header().revision(), call);
     if (!waited.ok()) {
       if (call.stop.stop_requested()) return waited;
       // The stream broke (member restart, compaction): look again after a pause.
@@ -129,7 +129,7 @@ Result<FencingToken> Mutex::Lock(const LockOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   std::jthread timer;
   if (options.timeout) {
-    timer = std::jthread([&stop, timeout = *options.timeout](std::stop_token cancel_timer) {
+    timer = std::jthread([&stop, timeout = *options.timeout](const std::stop_token& cancel_timer) {
       SleepFor(timeout, cancel_timer);
       if (!cancel_timer.stop_requested()) stop.request_stop();
     });

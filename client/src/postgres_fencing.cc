@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cassert>
 #include <memory>
 #include <string>
@@ -54,10 +55,10 @@ Status PostgresFencedStore::CreateTable() { return Exec(kCreateTableSql); }
 
 Status PostgresFencedStore::RegisterJob(std::string_view job_id) {
   const std::string id(job_id);
-  const char* values[] = {id.c_str()};
+  const std::array<const char*, 1> values = {id.c_str()};
   PgResult result =
       ExecParams(conn_, "INSERT INTO job_states (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", 1,
-                 values, nullptr, nullptr);
+                 values.data(), nullptr, nullptr);
   if (!result || PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
     return PgError(conn_, result.get(), "register job");
   }
@@ -88,11 +89,12 @@ FencedWriteResult PostgresFencedStore::FencedUpdate(const StageWrite& write) {
   }
   const std::string token = std::to_string(write.token.value());
   const std::string stage = std::to_string(write.stage);
-  const char* values[] = {token.c_str(),       stage.c_str(),       write.stage_name.c_str(),
-                          write.state.c_str(), write.result.data(), write.job_id.c_str()};
-  const int lengths[] = {0, 0, 0, 0, static_cast<int>(write.result.size()), 0};
-  const int formats[] = {0, 0, 0, 0, /*binary bytea*/ 1, 0};
-  PgResult result = ExecParams(conn_, kGuardSql, 6, values, lengths, formats);
+  const std::array<const char*, 6> values = {
+      token.c_str(),       stage.c_str(),       write.stage_name.c_str(),
+      write.state.c_str(), write.result.data(), write.job_id.c_str()};
+  const std::array<int, 6> lengths = {0, 0, 0, 0, static_cast<int>(write.result.size()), 0};
+  const std::array<int, 6> formats = {0, 0, 0, 0, /*binary bytea*/ 1, 0};
+  PgResult result = ExecParams(conn_, kGuardSql, 6, values.data(), lengths.data(), formats.data());
   if (!result || PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
     return FencedWriteResult::Error(PgError(conn_, result.get(), "guarded update"));
   }
@@ -110,12 +112,12 @@ FencedWriteResult PostgresFencedStore::FencedUpdate(const StageWrite& write) {
 
 Result<JobRow> PostgresFencedStore::ReadJob(std::string_view job_id) {
   const std::string id(job_id);
-  const char* values[] = {id.c_str()};
+  const std::array<const char*, 1> values = {id.c_str()};
   PgResult result = ExecParams(conn_,
                                "SELECT id, stage, stage_name, last_fencing_token, state,"
                                " result, updated_at::text"
                                " FROM job_states WHERE id = $1",
-                               1, values, nullptr, nullptr);
+                               1, values.data(), nullptr, nullptr);
   if (!result || PQresultStatus(result.get()) != PGRES_TUPLES_OK) {
     return PgError(conn_, result.get(), "read job");
   }

@@ -183,7 +183,7 @@ Result<std::unique_ptr<Session>> Session::Create(Client* client, SessionConfig c
     std::lock_guard lock(impl->mu);
     impl->core->Start(LeaseId(granted->id()), std::chrono::seconds(granted->ttl()), sent);
   }
-  impl->timer = std::jthread([raw](std::stop_token stop) { raw->Run(stop); });
+  impl->timer = std::jthread([raw](const std::stop_token& stop) { raw->Run(stop); });
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 

@@ -90,6 +90,7 @@ class Client {
   // --- Lease ---
   Result<etcdserverpb::LeaseGrantResponse> LeaseGrant(
       const etcdserverpb::LeaseGrantRequest& request, const CallOptions& call = {});
+  // Retried like a read: after a retry, NotFound may mean an earlier attempt did revoke it.
   Result<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
       const etcdserverpb::LeaseRevokeRequest& request, const CallOptions& call = {});
   Result<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
