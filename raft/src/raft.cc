@@ -116,8 +116,34 @@ void Raft::BecomeLeader() {
 // ---------------------------------------------------------------------------------------------
 // Step: the term rules of Raft §5.1 (Fig. 2 "Rules for servers"), then the role's handler.
 
+namespace {
+
+// Messages come from the network: a malformed one is dropped here, so that the assertions further
+// in (which guard our own invariants) can only fire on our own bugs.
+bool WellFormed(const Message& m) {
+  if (m.term.IsZero()) return false;
+  switch (m.type) {
+    case MessageType::kAppendEntries:
+      for (std::size_t i = 0; i < m.entries.size(); ++i) {
+        const Entry& e = m.entries[i];
+        if (e.index != m.index + (i + 1) || e.term > m.term) return false;
+        if (e.term < (i == 0 ? m.log_term : m.entries[i - 1].term)) return false;
+      }
+      return m.log_term <= m.term;
+    case MessageType::kInstallSnapshot:
+      return m.snapshot.has_value() && !m.snapshot->index.IsZero() && m.snapshot->term <= m.term;
+    default: return true;
+  }
+}
+
+}  // namespace
+
 StepResult Raft::Step(const Message& m) {
   if (m.to != id_ || m.from == kNoNode || m.from == id_) return StepResult::kIgnored;
+  if (!WellFormed(m)) {
+    Log(LogLevel::kWarning, "dropped malformed {}", DescribeMessage(m));
+    return StepResult::kIgnored;
+  }
   const bool vote_request = m.type == MessageType::kRequestVote || m.type == MessageType::kPreVote;
   if (m.term > term_) {
     if (vote_request && ShouldWithholdVote(m)) {

@@ -149,7 +149,9 @@ TransferOutcome Raft::TransferLeadership(NodeId target) {
   // From here on LeaseValid() is false: lease reads stop before TimeoutNow can be sent.
   transfer_target_ = target;
   transfer_elapsed_ = 0;
-  Progress& pr = progress_.at(target);
+  auto it = progress_.find(target);
+  RAFT_ASSERT(it != progress_.end(), "voter {} has no progress", target);
+  Progress& pr = it->second;
   if (pr.match == log_.LastIndex()) {
     SendTimeoutNow(target);
   } else {

@@ -39,9 +39,9 @@ TEST_CASE("5.1: a request with a stale term is rejected and answered with the cu
   REQUIRE(c.node(1).term() == T(2));
   const LogIndex last = c.node(1).last_index();
   Message m = Msg(MessageType::kAppendEntries, 3, 1, 1);
-  m.index = last;
-  m.log_term = T(2);
-  m.entries = EntriesWithTerms(last.value() + 1, {1});
+  m.index = kBootstrapIndex;
+  m.log_term = T(1);
+  m.entries = EntriesWithTerms(2, {1});
   CHECK(c.node(1).Step(m) == StepResult::kStaleTerm);
   CHECK(c.node(1).last_index() == last);
   Ready rd = c.node(1).GetReady();
@@ -424,6 +424,41 @@ TEST_CASE("Fig. 2: votes and acknowledgements leave only after the state they pr
   CHECK(OfType(rd.messages, MessageType::kAppendEntriesResponse).empty());
   CHECK(OfType(rd.messages_after_persist, MessageType::kAppendEntriesResponse).size() == 1);
   c.node(1).Advance(rd);
+}
+
+}  // namespace
+}  // namespace epoch::raft::test
+
+namespace epoch::raft::test {
+namespace {
+
+TEST_CASE("malformed messages from the network are dropped, not trusted", "[raft][robust]") {
+  TestCluster c(3);
+  REQUIRE(c.PassBootWindow());
+  Node& n = c.node(1);
+  std::vector<Message> bad;
+  Message gap = Msg(MessageType::kAppendEntries, 2, 1, 2);
+  gap.index = Idx(1);
+  gap.log_term = T(1);
+  gap.entries = EntriesWithTerms(3, {2});  // should start at 2
+  bad.push_back(gap);
+  Message future = gap;
+  future.entries = EntriesWithTerms(2, {5});  // entry term above the message term
+  bad.push_back(future);
+  Message descending = gap;
+  descending.entries = EntriesWithTerms(2, {2, 1});
+  bad.push_back(descending);
+  Message no_snapshot = Msg(MessageType::kInstallSnapshot, 2, 1, 2);
+  bad.push_back(no_snapshot);
+  Message zero_term = Msg(MessageType::kHeartbeat, 2, 1, 0);
+  bad.push_back(zero_term);
+  for (const Message& m : bad) {
+    CAPTURE(DescribeMessage(m));
+    CHECK(n.Step(m) == StepResult::kIgnored);
+  }
+  CHECK(n.term() == T(1));
+  CHECK(n.last_index() == Idx(1));
+  CHECK(n.leader() == kNoNode);
 }
 
 }  // namespace
