@@ -46,9 +46,10 @@ class Replayer {
     }
     if (scan->tail == SegmentTail::kValidFrameAfter) {
       r_.segments.push_back(seg);
-      return Fail(seq, path, scan->end_offset,
-                  fmt::format("bad frame ({}), and a valid frame follows at offset {}",
-                              scan->problem, scan->frames_after_damage.front().view.offset));
+      return Fail(Damage{seq, path, scan->end_offset, scan->end_offset,
+                         fmt::format("bad frame ({})", scan->problem), true,
+                         fmt::format("; a valid frame follows at offset {}",
+                                     scan->frames_after_damage.front().view.offset)});
     }
     if (!is_last && scan->frames.empty()) {
       return Fail(seq, path, format::kSegmentHeaderBytes,
@@ -61,8 +62,13 @@ class Replayer {
             "torn tail in {} at offset {}: dropping {} bytes never acknowledged ({})", path,
             scan->end_offset, scan->garbage_end - scan->end_offset, scan->problem));
       } else {
-        unproven_ = Damage{seq, path, scan->end_offset, scan->end_offset,
-                           fmt::format("bad frame in a sealed segment ({})", scan->problem)};
+        unproven_ = Damage{seq,
+                           path,
+                           scan->end_offset,
+                           scan->end_offset,
+                           fmt::format("bad frame in a sealed segment ({})", scan->problem),
+                           true,
+                           ""};
       }
     }
     r_.segments.push_back(seg);
@@ -75,7 +81,7 @@ class Replayer {
     if (Status s = r_.model.CheckGapFree(); !s.ok()) {
       const RecoveredSegment& first = r_.segments.front();
       return Fail(Damage{first.seq, first.path, format::kSegmentHeaderBytes,
-                         format::kSegmentHeaderBytes, s.message(), false});
+                         format::kSegmentHeaderBytes, s.message(), false, ""});
     }
     return true;
   }
@@ -140,15 +146,16 @@ class Replayer {
       r_.status = io_error;
       return false;
     }
-    return Fail(Damage{seq, path, offset, frame_offset.value_or(offset), std::move(what)});
+    return Fail(
+        Damage{seq, path, offset, frame_offset.value_or(offset), std::move(what), true, ""});
   }
 
   bool Fail(const Damage& d) {
     r_.damage = d;
     r_.status = Status::Corruption(
-        fmt::format("{} in {} at offset {}: refusing to open the WAL (see `epoch-wal verify` and "
-                    "`epoch-wal repair` in wal/README.md)",
-                    d.what, d.path, d.offset));
+        fmt::format("{} in {} at offset {}{}: refusing to open the WAL (see `epoch-wal verify` "
+                    "and `epoch-wal repair` in wal/README.md)",
+                    d.what, d.path, d.offset, d.detail));
     return false;
   }
 
@@ -172,8 +179,9 @@ RecoveryResult RecoverLog(FileSystem& fs, const std::string& dir,
     const std::string path = JoinPath(dir, format::SegmentFileName(seq));
     if (i > 0 && seq != segments[i - 1] + 1) {
       const std::uint64_t missing = segments[i - 1] + 1;
-      result.damage = Damage{missing, JoinPath(dir, format::SegmentFileName(missing)), 0, 0,
-                             "segment missing (gap in sequence numbers)"};
+      result.damage = Damage{missing, JoinPath(dir, format::SegmentFileName(missing)), 0,
+                             0,       "segment missing (gap in sequence numbers)",     true,
+                             ""};
       result.status = Status::Corruption(
           fmt::format("segment {} is missing between {} and {}: refusing to open the WAL", missing,
                       format::SegmentFileName(segments[i - 1]), format::SegmentFileName(seq)));

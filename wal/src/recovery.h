@@ -25,7 +25,9 @@ struct Damage {
   std::uint64_t offset = 0;        // first byte that is not trusted (as reported)
   std::uint64_t frame_offset = 0;  // start of the frame holding it: where a repair cuts
   std::string what;
-  bool truncatable = true;  // false: cutting the log here cannot help (its front is missing)
+  // false: cutting the log here cannot help (its front is missing).
+  bool truncatable = true;
+  std::string detail;  // printed after the location, e.g. "; a valid frame follows at …"
 };
 
 struct RecoveredSegment {
