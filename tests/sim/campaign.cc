@@ -90,6 +90,8 @@ void CampaignResult::Add(const RunResult& run) {
   lease_reads += run.lease_reads;
   read_index_reads += run.read_index_reads;
   elections += run.elections;
+  compactions += run.compactions;
+  snapshots_installed += run.snapshots_installed;
   lincheck_max_steps = std::max(lincheck_max_steps, run.lincheck_steps);
   max_liveness_us = std::max(max_liveness_us, run.liveness_leader_us);
   if (run.min_lease_margin_us >= 0 &&
@@ -123,6 +125,8 @@ std::string CampaignResult::Summary() const {
       "linearizable reads served: {} by lease, {} by ReadIndex; max lincheck "
       "steps in one run: {}\n",
       lease_reads, read_index_reads, lincheck_max_steps);
+  out += fmt::format("log compactions: {}; snapshots installed by followers: {}\n", compactions,
+                     snapshots_installed);
   out += fmt::format(
       "elections (terms with a leader): {}; slowest heal -> committed probe: "
       "{:.1f} ms; min lease margin: {}\n",

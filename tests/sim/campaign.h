@@ -43,6 +43,8 @@ struct CampaignResult {
   std::uint64_t lease_reads = 0;
   std::uint64_t read_index_reads = 0;
   std::uint64_t elections = 0;
+  std::uint64_t compactions = 0;
+  std::uint64_t snapshots_installed = 0;
   std::uint64_t lincheck_max_steps = 0;
   std::int64_t max_liveness_us = 0;
   std::int64_t min_lease_margin_us = -1;

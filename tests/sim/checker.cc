@@ -155,15 +155,10 @@ void InvariantChecker::OnLeaseRead(NodeId id, Term term, std::int64_t now) {
   }
 }
 
-void InvariantChecker::AfterStep(const std::vector<NodeView>& nodes, std::size_t quorum,
+void InvariantChecker::AfterStep(const std::vector<NodeView>& nodes,
+                                 std::initializer_list<const std::vector<NodeId>*> voter_sets,
                                  std::int64_t now) {
-  const LogIndex c = committed_index();
-  std::size_t holding = 0;
   for (const NodeView& n : nodes) {
-    if (n.durable != nullptr && n.durable->Has(c) &&
-        n.durable->ChainAt(c) == commit_chain_[c.value()]) {
-      ++holding;
-    }
     if (!n.up) continue;
     if (n.role == raft::Role::kLeader) {
       auto [it, inserted] = term_leader_.try_emplace(n.term, n.id);
@@ -179,10 +174,28 @@ void InvariantChecker::AfterStep(const std::vector<NodeView>& nodes, std::size_t
                          n.id, n.term, max_committed_term_, now - first_commit_time_of_max_term_));
     }
   }
-  if (c.value() > 1 && holding < quorum) {
-    Report(Invariant::kDurability, now,
-           fmt::format("committed entry {} (term {}) is durable on only {} nodes (quorum {})", c,
-                       commit_term_[c.value()], holding, quorum));
+  // Durability: the latest committed entry (and so, by log matching, every earlier one) must be
+  // in the durable log of enough voters that no quorum of any configuration in use lacks it:
+  // otherwise a crash of the holders could let a leader without it be elected.
+  const LogIndex c = committed_index();
+  if (c.value() <= 1) return;
+  auto holds = [&](NodeId id) {
+    const std::size_t i = id.value() - 1;
+    if (i >= nodes.size() || nodes[i].durable == nullptr) return false;
+    const ChainLog& d = *nodes[i].durable;
+    return (d.Has(c) && d.ChainAt(c) == commit_chain_[c.value()]) || d.base() > c;
+  };
+  for (const std::vector<NodeId>* voters : voter_sets) {
+    std::size_t missing = 0;
+    for (NodeId v : *voters) missing += holds(v) ? 0 : 1;
+    const std::size_t quorum = voters->size() / 2 + 1;
+    if (!voters->empty() && missing >= quorum) {
+      Report(Invariant::kDurability, now,
+             fmt::format("committed entry {} (term {}) is missing from the durable logs of {} of "
+                         "{} voters: a quorum without it could elect a leader",
+                         c, commit_term_[c.value()], missing, voters->size()));
+      return;
+    }
   }
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
@@ -79,8 +80,10 @@ class InvariantChecker {
   void OnApply(NodeId id, const raft::Entry& entry, std::int64_t now);
   // The core confirmed a read by its lease (ReadIndex returned kLease) at `term`.
   void OnLeaseRead(NodeId id, Term term, std::int64_t now);
-  // After every simulation step. `quorum`: size of a majority of the voters.
-  void AfterStep(const std::vector<NodeView>& nodes, std::size_t quorum, std::int64_t now);
+  // After every simulation step. nodes[i] has id i + 1. `voter_sets`: the configurations nodes
+  // may be using (the latest applied and the one before it).
+  void AfterStep(const std::vector<NodeView>& nodes,
+                 std::initializer_list<const std::vector<NodeId>*> voter_sets, std::int64_t now);
   // Records a violation found elsewhere (linearizability, liveness, convergence).
   void Report(Invariant invariant, std::int64_t now, std::string what);
 

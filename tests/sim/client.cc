@@ -8,13 +8,16 @@ using lincheck::KvInput;
 using lincheck::KvOpKind;
 using lincheck::KvOutput;
 
-SimClient::SimClient(int index, int nodes, int keys, std::int64_t timeout_us, Prng rng)
+SimClient::SimClient(int index, const std::vector<int>* members, int keys, std::int64_t timeout_us,
+                     Prng rng)
     : index_(index),
-      nodes_(nodes),
+      members_(members),
       keys_(keys),
       timeout_us_(timeout_us),
       rng_(rng),
-      target_(static_cast<int>(rng_.Below(static_cast<std::uint64_t>(nodes)))) {}
+      target_(RandomNode()) {}
+
+int SimClient::RandomNode() { return (*members_)[rng_.Below(members_->size())]; }
 
 KvInput SimClient::NextInput() {
   std::string key = fmt::format("k{}", rng_.Below(static_cast<std::uint64_t>(keys_)));
@@ -60,14 +63,12 @@ bool SimClient::OnResponse(const ClientResponse& response, std::int64_t now) {
   switch (response.status) {
     case ClientResponse::Status::kNotLeader:
       ++stats_.failed;
-      target_ = response.leader_hint.IsZero()
-                    ? static_cast<int>(rng_.Below(static_cast<std::uint64_t>(nodes_)))
-                    : static_cast<int>(response.leader_hint.value() - 1);
+      target_ = response.leader_hint.IsZero() ? RandomNode()
+                                              : static_cast<int>(response.leader_hint.value() - 1);
       return true;
     case ClientResponse::Status::kFailed:
       ++stats_.failed;
-      if (rng_.Chance(0.5))
-        target_ = static_cast<int>(rng_.Below(static_cast<std::uint64_t>(nodes_)));
+      if (rng_.Chance(0.5)) target_ = RandomNode();
       return true;
     case ClientResponse::Status::kOk: break;
   }
@@ -96,7 +97,7 @@ void SimClient::OnTimeout(std::uint64_t request_id, std::int64_t now) {
   if (!outstanding_ || outstanding_->request.request_id != request_id) return;
   Outstanding op = std::move(*outstanding_);
   outstanding_.reset();
-  target_ = static_cast<int>(rng_.Below(static_cast<std::uint64_t>(nodes_)));
+  target_ = RandomNode();
   if (op.request.input.kind == KvOpKind::kGet) {
     ++stats_.failed;  // a read with no answer had no effect: nothing to check
     return;

@@ -32,7 +32,9 @@ struct ClientStats {
 
 class SimClient {
  public:
-  SimClient(int index, int nodes, int keys, std::int64_t timeout_us, Prng rng);
+  // `members`: node indices worth sending to (kept up to date by the simulation).
+  SimClient(int index, const std::vector<int>* members, int keys, std::int64_t timeout_us,
+            Prng rng);
 
   // Starts the next operation: the request and the node index to send it to.
   std::pair<ClientRequest, int> Begin(std::uint64_t request_id, std::int64_t now);
@@ -57,10 +59,11 @@ class SimClient {
     std::int64_t call_time;
   };
   lincheck::KvInput NextInput();
+  [[nodiscard]] int RandomNode();
   void Record(const Outstanding& op, std::int64_t return_time, const lincheck::KvOutput& out);
 
   int index_;
-  int nodes_;
+  const std::vector<int>* members_;
   int keys_;
   std::int64_t timeout_us_;
   Prng rng_;

@@ -17,6 +17,7 @@ std::uint64_t Simulation::AddHeal(std::function<void()> heal) {
 }
 
 void Simulation::InjectFault() {
+  if (!faults_active_) return;
   Event next;
   next.time = now_ + nemesis_rng_.Range(swarm_.fault_gap_min_us, swarm_.fault_gap_max_us);
   next.kind = EventKind::kInjectFault;
@@ -48,7 +49,7 @@ void Simulation::InjectFault() {
     case FaultKind::kSlowDisk:
     case FaultKind::kStalledLeaderDisk: InjectDiskFault(kind); break;
     case FaultKind::kLeaderTransfer: InjectTransfer(); break;
-    case FaultKind::kMembershipChange: break;  // not injected yet (see README)
+    case FaultKind::kMembershipChange: InjectMembershipChange(); break;
   }
 }
 
@@ -254,25 +255,58 @@ void Simulation::InjectDiskFault(FaultKind kind) {
 void Simulation::InjectTransfer() {
   const int leader = LeaderIndex();
   if (leader < 0) return;
-  int target = static_cast<int>(nemesis_rng_.Below(nodes_.size() - 1));
-  if (target >= leader) ++target;
+  std::vector<NodeId> others;
+  for (NodeId v : nodes_[leader]->core()->conf_state().voters) {
+    if (v != nodes_[leader]->id()) others.push_back(v);
+  }
+  if (others.empty()) return;
+  NodeId target = others[nemesis_rng_.Below(others.size())];
   ++faults_[static_cast<std::size_t>(FaultKind::kLeaderTransfer)];
-  Trace(fmt::format("transfer leadership {} -> {}", leader + 1, target + 1));
-  nodes_[leader]->TransferLeadership(nodes_[target]->id());
+  Trace(fmt::format("transfer leadership {} -> {}", leader + 1, target));
+  nodes_[leader]->TransferLeadership(target);
+}
+
+// One step of a replacement cycle: remove a voter (the leader itself a third of the time), add a
+// fresh node as a learner, promote it once it caught up. Ids are never reused.
+void Simulation::InjectMembershipChange() {
+  const int leader = LeaderIndex();
+  if (leader < 0) return;
+  const raft::ConfState& conf = nodes_[leader]->core()->conf_state();
+  raft::ConfChange change;
+  int joining = -1;
+  if (!conf.learners.empty()) {
+    change = {raft::ConfChangeType::kPromoteLearner, conf.learners.front()};
+  } else if (conf.voters.size() >= static_cast<std::size_t>(options_.nodes)) {
+    NodeId victim = nemesis_rng_.Chance(1.0 / 3.0)
+                        ? nodes_[leader]->id()
+                        : conf.voters[nemesis_rng_.Below(conf.voters.size())];
+    change = {raft::ConfChangeType::kRemoveNode, victim};
+  } else if (next_spare_ < slots_) {
+    joining = next_spare_;
+    change = {raft::ConfChangeType::kAddLearner, nodes_[joining]->id()};
+  } else {
+    return;
+  }
+  raft::ProposeResult r = nodes_[leader]->ProposeConfChange(change);
+  Trace(fmt::format("leader {} proposes conf change {} node {}: {}", leader + 1,
+                    static_cast<int>(change.type), change.node, raft::ProposeErrorName(r.error)));
+  if (!r.ok()) return;
+  ++faults_[static_cast<std::size_t>(FaultKind::kMembershipChange)];
+  if (joining >= 0) {
+    ++next_spare_;
+    StartNode(joining);
+  }
 }
 
 void Simulation::HealEverything() {
+  faults_active_ = false;
   heals_.clear();
   partition_heal_ = 0;
   link_heal_ = 0;
   network_->HealAll();
   for (auto& n : nodes_) {
-    n->disk.slow_extra_us = 0;
-    n->disk.stalled_until_us = 0;
-    if (!n->up()) {
-      n->Start();
-      ScheduleTick(n->index(), now_ + master_.Range(1, n->tick_period_us));
-    }
+    n->RecoverDisk();
+    if (!n->up() && started_[n->index()] && !retired_[n->index()]) StartNode(n->index());
   }
   Trace("all faults healed");
 }

@@ -53,7 +53,7 @@ inline constexpr int kMutationCount = 7;
 struct SimOptions {
   std::uint64_t seed = 1;
   int nodes = 3;                // 3 or 5
-  std::uint64_t steps = 30000;  // steps (events) of the fault phase
+  std::uint64_t steps = 60000;  // steps (events) of the fault phase
   Mutation mutation = Mutation::kNone;
   bool verbose = false;  // print a trace of faults and leader changes
   // Simulated microseconds per tick of a node's clock at rate 1.
@@ -74,7 +74,9 @@ struct RunResult {
   std::uint64_t serializable_reads = 0;
   std::uint64_t lease_reads = 0;
   std::uint64_t read_index_reads = 0;
-  std::uint64_t elections = 0;  // terms that had a leader
+  std::uint64_t elections = 0;            // terms that had a leader
+  std::uint64_t compactions = 0;          // log compactions (state-machine snapshots taken)
+  std::uint64_t snapshots_installed = 0;  // InstallSnapshot applied by a follower
   std::uint64_t lincheck_steps = 0;
   double wall_seconds = 0;  // host time the run took (not part of the deterministic result)
   std::int64_t liveness_leader_us = -1;   // heal -> leader able to commit

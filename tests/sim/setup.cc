@@ -36,6 +36,8 @@ void Simulation::DrawSwarm() {
   swarm_.fault_gap_min_us = rng.Range(20'000, 200'000);
   swarm_.fault_gap_max_us = swarm_.fault_gap_min_us + rng.Range(100'000, 800'000);
   swarm_.fault_duration_max_us = rng.Range(300'000, 3'000'000);
+  static constexpr std::uint64_t kCompactEvery[] = {0, 0, 16, 64, 256};
+  swarm_.compact_every = kCompactEvery[rng.Below(5)];
   bool any = false;
   for (auto& w : swarm_.weights) {
     w = rng.Chance(0.25) ? 0 : static_cast<std::uint32_t>(rng.Range(1, 10));
@@ -144,31 +146,42 @@ void Simulation::Setup() {
   DrawSwarm();
   AdjustForMutation();
   const int n = options_.nodes;
-  network_ = std::make_unique<SimNetwork>(n, swarm_.base_link, 300, master_.Fork(2));
+  slots_ = n + kSpareSlots;
+  next_spare_ = n;
+  started_.assign(static_cast<std::size_t>(slots_), false);
+  retired_.assign(static_cast<std::size_t>(slots_), false);
+  network_ = std::make_unique<SimNetwork>(slots_, swarm_.base_link, 300, master_.Fork(2));
   std::vector<NodeId> voters;
   for (int i = 0; i < n; ++i) voters.emplace_back(static_cast<std::uint64_t>(i) + 1);
+  conf_ = raft::BootstrapSnapshot(voters).conf;
+  prev_conf_ = conf_;
+  conf_index_ = raft::kBootstrapIndex;
   double min_rate = 2.0;
   double max_rate = 0.0;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < slots_; ++i) {
     auto node = std::make_unique<SimNode>(i, NodeConfig(i), *this,
                                           master_.Fork(100 + static_cast<std::uint64_t>(i)));
-    node->Bootstrap(voters);
+    if (i < n) {
+      node->Bootstrap(voters);
+    } else {
+      node->Join();
+    }
     double rate = calm_ ? 1.0 + swarm_.rho * nemesis_rng_.Unit() : DrawClockRate();
-    min_rate = std::min(min_rate, rate);
-    max_rate = std::max(max_rate, rate);
+    if (i < n) {
+      min_rate = std::min(min_rate, rate);
+      max_rate = std::max(max_rate, rate);
+    }
     node->tick_period_us = static_cast<std::int64_t>(static_cast<double>(options_.tick_us) / rate);
     node->disk.latency_min_us = swarm_.disk_min_us;
     node->disk.latency_max_us = swarm_.disk_max_us;
+    node->compact_every = swarm_.compact_every;
     nodes_.push_back(std::move(node));
   }
   if (!calm_ && max_rate > min_rate) ++faults_[static_cast<std::size_t>(FaultKind::kClockDrift)];
-  for (int i = 0; i < n; ++i) {
-    nodes_[i]->Start();
-    ScheduleTick(i, master_.Range(1, nodes_[i]->tick_period_us));
-  }
+  for (int i = 0; i < n; ++i) StartNode(i);
   for (int c = 0; c < swarm_.clients; ++c) {
     clients_.push_back(
-        std::make_unique<SimClient>(c, n, swarm_.keys, swarm_.client_timeout_us,
+        std::make_unique<SimClient>(c, &members_, swarm_.keys, swarm_.client_timeout_us,
                                     master_.Fork(200 + static_cast<std::uint64_t>(c))));
     WakeClient(c);
   }

@@ -23,12 +23,17 @@ void SimNode::Bootstrap(const std::vector<NodeId>& voters) {
   durable_chain_.Reset(raft::kBootstrapIndex, raft::kBootstrapTerm, 0);
 }
 
+void SimNode::Join() {
+  disk_log_ = raft::MemoryLog();
+  durable_chain_.Reset(LogIndex(0), Term(0), 0);
+}
+
 void SimNode::Start() {
   ++incarnation_;
   core_ = std::make_unique<raft::Node>(config_, disk_log_, rng_.Next());
   mirror_ = durable_chain_;
-  state_ = KvStateMachine{};
   applied_ = disk_log_.LastSnapshot().index;
+  state_ = host_.SnapshotImage(applied_);
   Drive();
 }
 
@@ -76,6 +81,19 @@ void SimNode::Deliver(const raft::Message& message) {
 void SimNode::TransferLeadership(NodeId target) {
   if (!up() || core_->role() != Role::kLeader) return;
   core_->TransferLeadership(target);
+  Drive();
+}
+
+raft::ProposeResult SimNode::ProposeConfChange(const raft::ConfChange& change) {
+  if (!up()) return raft::ProposeResult{raft::ProposeError::kNotLeader, {}, {}, {}, {}};
+  raft::ProposeResult r = core_->ProposeConfChange(change);
+  Drive();
+  return r;
+}
+
+void SimNode::ReportSnapshot(NodeId peer, bool ok, std::uint64_t incarnation) {
+  if (!up() || incarnation != incarnation_) return;
+  core_->ReportSnapshot(peer, ok);
   Drive();
 }
 
@@ -179,12 +197,20 @@ void SimNode::Drive() {
     std::int64_t done =
         start + rng_.Range(disk.latency_min_us, disk.latency_max_us) + disk.slow_extra_us;
     in_flight_ = std::move(ready);
-    host_.SchedulePersist(index_, incarnation_, done);
+    host_.SchedulePersist(index_, ++persist_token_, done);
   }
 }
 
-void SimNode::PersistDone(std::uint64_t incarnation) {
-  if (incarnation != incarnation_ || !in_flight_) return;
+void SimNode::RecoverDisk() {
+  disk.slow_extra_us = 0;
+  disk.stalled_until_us = 0;
+  if (!up() || !in_flight_) return;
+  host_.SchedulePersist(index_, ++persist_token_,
+                        host_.Now() + rng_.Range(disk.latency_min_us, disk.latency_max_us));
+}
+
+void SimNode::PersistDone(std::uint64_t token) {
+  if (token != persist_token_ || !in_flight_) return;
   Ready ready = std::move(*in_flight_);
   in_flight_.reset();
   Finish(std::move(ready));
@@ -193,6 +219,10 @@ void SimNode::PersistDone(std::uint64_t incarnation) {
 
 void SimNode::PersistToDisk(const Ready& ready) {
   if (ready.snapshot) {
+    // Install the image that came with the InstallSnapshot, then persist the meta.
+    state_ = host_.SnapshotImage(ready.snapshot->index);
+    applied_ = ready.snapshot->index;
+    ++stats_.snapshots_installed;
     disk_log_.ApplySnapshot(*ready.snapshot);
     durable_chain_.Reset(ready.snapshot->index, ready.snapshot->term,
                          host_.checker().CommittedChainAt(ready.snapshot->index));
@@ -210,6 +240,20 @@ void SimNode::Finish(Ready ready) {
   for (const raft::Entry& e : ready.committed_entries) Apply(e);
   ServeReads();
   core_->Advance(ready);
+  MaybeCompact();
+}
+
+// Log compaction (raft/DESIGN.md "Compaction"): snapshot the state machine at the applied index
+// with the membership as of that index, then discard the log up to it.
+void SimNode::MaybeCompact() {
+  if (compact_every == 0 || applied_ > disk_log_.LastIndex() || applied_ < disk_log_.FirstIndex() ||
+      applied_ - disk_log_.FirstIndex() + 1 < compact_every) {
+    return;
+  }
+  if (core_->applied_index() != applied_) return;  // conf_state() must be as of applied_
+  host_.SaveSnapshotImage(applied_, state_);
+  disk_log_.Compact(applied_, core_->conf_state());
+  ++stats_.compactions;
 }
 
 void SimNode::Apply(const raft::Entry& entry) {
@@ -217,6 +261,7 @@ void SimNode::Apply(const raft::Entry& entry) {
   host_.checker().OnApply(config_.id, entry, host_.Now());
   applied_ = entry.index;
   lincheck::KvOutput out;
+  if (entry.type == raft::EntryType::kConfChange) host_.OnConfChangeApplied(entry);
   if (entry.type == raft::EntryType::kNormal) {
     if (std::optional<KvCommand> command = DecodeCommand(entry.data)) {
       out = state_.Apply(command->input);

@@ -66,8 +66,16 @@ class NodeHost {
   [[nodiscard]] virtual std::int64_t Now() const = 0;
   virtual void SendPeer(const raft::Message& message) = 0;
   virtual void Respond(int node_index, const ClientResponse& response) = 0;
-  virtual void SchedulePersist(int node_index, std::uint64_t incarnation, std::int64_t at) = 0;
+  // Calls PersistDone(token) on the node at `at`.
+  virtual void SchedulePersist(int node_index, std::uint64_t token, std::int64_t at) = 0;
   virtual InvariantChecker& checker() = 0;
+  // State-machine images by snapshot index (the simulator's stand-in for streaming snapshot data:
+  // by state-machine safety, the state at an index is the same on every node). Index 0 and the
+  // bootstrap index hold the empty state.
+  [[nodiscard]] virtual KvStateMachine SnapshotImage(LogIndex index) const = 0;
+  virtual void SaveSnapshotImage(LogIndex index, const KvStateMachine& image) = 0;
+  // A kConfChange entry was applied by some node.
+  virtual void OnConfChangeApplied(const raft::Entry& entry) = 0;
   // A client write (request_id > 0) was applied by some node's state machine just now, with
   // this result (what its client is or would have been told).
   virtual void OnApplied(std::uint64_t request_id, const lincheck::KvOutput& output) = 0;
@@ -89,6 +97,8 @@ struct NodeStats {
   std::uint64_t serializable_reads = 0;
   std::uint64_t writes_applied = 0;
   std::uint64_t readies = 0;
+  std::uint64_t compactions = 0;
+  std::uint64_t snapshots_installed = 0;
 };
 
 class SimNode {
@@ -98,6 +108,8 @@ class SimNode {
 
   // An initial member: durable log = the bootstrap snapshot of `voters`.
   void Bootstrap(const std::vector<NodeId>& voters);
+  // A node that will join: empty durable log, no configuration (it receives a snapshot).
+  void Join();
   // (Re)starts the core from the durable log; the state machine is rebuilt by replaying.
   void Start();
   // Loses everything not durable: the core, the Ready being persisted, pending requests.
@@ -106,8 +118,14 @@ class SimNode {
   void Tick();
   void Deliver(const raft::Message& message);
   void HandleClient(const ClientRequest& request);
-  void PersistDone(std::uint64_t incarnation);
+  // The write of the Ready in flight completed (stale tokens are ignored).
+  void PersistDone(std::uint64_t token);
+  // A stalled or slow disk recovered: the write in flight completes after a normal latency.
+  void RecoverDisk();
   void TransferLeadership(NodeId target);
+  raft::ProposeResult ProposeConfChange(const raft::ConfChange& change);
+  // The out-of-band snapshot transfer to `peer` finished (ok) or failed.
+  void ReportSnapshot(NodeId peer, bool ok, std::uint64_t incarnation);
   // Proposes the liveness probe if leader; returns whether it was proposed.
   bool ProposeProbe();
 
@@ -124,6 +142,9 @@ class SimNode {
   [[nodiscard]] bool probe_applied() const { return probe_applied_; }
 
   DiskState disk;
+  // Compact the durable log at the applied index once it holds this many applied entries
+  // (0 = never compact).
+  std::uint64_t compact_every = 0;
   // Clock: real-time microseconds per tick of this node's clock (tick / rate).
   std::int64_t tick_period_us = 10000;
 
@@ -133,6 +154,7 @@ class SimNode {
   void MirrorEntries(const raft::Ready& ready);
   void PersistToDisk(const raft::Ready& ready);
   void Apply(const raft::Entry& entry);
+  void MaybeCompact();
   void ServeReads();
   void RespondWrite(std::uint64_t request_id, int client, ClientResponse::Status status,
                     lincheck::KvOutput output = {});
@@ -152,6 +174,7 @@ class SimNode {
   NodeHost& host_;
   Prng rng_;
   std::uint64_t incarnation_ = 0;
+  std::uint64_t persist_token_ = 0;  // identifies the write in flight (never reused)
 
   raft::MemoryLog disk_log_;  // durable: survives crashes
   ChainLog durable_chain_;    // shadow of disk_log_

@@ -48,6 +48,60 @@ bool Simulation::StepOnce() {
   return true;
 }
 
+KvStateMachine Simulation::SnapshotImage(LogIndex index) const {
+  if (index <= raft::kBootstrapIndex) return KvStateMachine{};
+  auto it = images_.find(index);
+  if (it == images_.end()) {
+    fmt::print(stderr, "simulator: no state-machine image at snapshot index {}\n", index);
+    std::abort();
+  }
+  return it->second;
+}
+
+void Simulation::SaveSnapshotImage(LogIndex index, const KvStateMachine& image) {
+  auto [it, inserted] = images_.try_emplace(index, image);
+  if (!inserted && it->second.Digest() != image.Digest()) {
+    checker_.Report(
+        Invariant::kStateMachineSafety, now_,
+        fmt::format("two nodes hold different state-machine states at index {}", index));
+  }
+}
+
+void Simulation::OnConfChangeApplied(const raft::Entry& entry) {
+  if (entry.index <= conf_index_) return;  // another node applied it first
+  conf_index_ = entry.index;
+  std::optional<raft::ConfChange> change = raft::DecodeConfChange(entry.data);
+  if (!change) return;
+  Result<raft::ConfState> next = raft::ApplyConfChange(conf_, *change);
+  if (!next.ok()) return;  // refused by the core too: a no-op
+  prev_conf_ = conf_;
+  conf_ = *next;
+  if (change->type == raft::ConfChangeType::kRemoveNode) {
+    // Give a removed leader time to hand over (TimeoutNow) before stopping it for good.
+    Event e;
+    e.time = now_ + 300'000;
+    e.kind = EventKind::kRetire;
+    e.target = static_cast<int>(change->node.value()) - 1;
+    Push(std::move(e));
+  }
+  Trace(fmt::format("configuration at index {}: {} voters, {} learners", entry.index,
+                    conf_.voters.size(), conf_.learners.size()));
+}
+
+void Simulation::UpdateMembers() {
+  members_.clear();
+  for (int i = 0; i < slots_; ++i) {
+    if (started_[i] && !retired_[i]) members_.push_back(i);
+  }
+}
+
+void Simulation::StartNode(int index) {
+  started_[index] = true;
+  nodes_[index]->Start();
+  ScheduleTick(index, now_ + master_.Range(1, nodes_[index]->tick_period_us));
+  UpdateMembers();
+}
+
 void Simulation::AfterStep() {
   views_.clear();
   for (const auto& n : nodes_) views_.push_back(n->View());
@@ -61,7 +115,7 @@ void Simulation::AfterStep() {
       traced_roles_[i] = rt;
     }
   }
-  checker_.AfterStep(views_, nodes_.size() / 2 + 1, now_);
+  checker_.AfterStep(views_, {&conf_.voters, &prev_conf_.voters}, now_);
 }
 
 void Simulation::ScheduleTick(int node, std::int64_t at) {
@@ -77,7 +131,19 @@ void Simulation::SendPeer(const raft::Message& message) {
   const int from = static_cast<int>(message.from.value()) - 1;
   const int to = static_cast<int>(message.to.value()) - 1;
   if (to < 0 || to >= static_cast<int>(nodes_.size())) return;
-  for (std::int64_t at : network_->Route(from, to, now_)) {
+  std::vector<std::int64_t> times = network_->Route(from, to, now_);
+  if (message.type == raft::MessageType::kInstallSnapshot) {
+    // The image streams out of band with the meta; the sender learns the outcome when it has
+    // arrived (or, if it was lost, after a transfer timeout).
+    Event report;
+    report.time = times.empty() ? now_ + 100'000 : times.front();
+    report.kind = EventKind::kReportSnapshot;
+    report.target = from;
+    report.tag = nodes_[from]->incarnation();
+    report.aux = message.to.value() * 2 + (times.empty() ? 0 : 1);
+    Push(std::move(report));
+  }
+  for (std::int64_t at : times) {
     Event e;
     e.time = at;
     e.kind = EventKind::kDeliver;
@@ -97,12 +163,12 @@ void Simulation::Respond(int node_index, const ClientResponse& response) {
   Push(std::move(e));
 }
 
-void Simulation::SchedulePersist(int node_index, std::uint64_t incarnation, std::int64_t at) {
+void Simulation::SchedulePersist(int node_index, std::uint64_t token, std::int64_t at) {
   Event e;
   e.time = at;
   e.kind = EventKind::kPersistDone;
   e.target = node_index;
-  e.tag = incarnation;
+  e.tag = token;
   Push(std::move(e));
 }
 
@@ -178,9 +244,19 @@ void Simulation::Dispatch(Event& event) {
       heal();
       return;
     }
+    case EventKind::kReportSnapshot:
+      nodes_[event.target]->ReportSnapshot(NodeId(event.aux / 2), event.aux % 2 == 1, event.tag);
+      return;
+    case EventKind::kRetire:
+      if (retired_[event.target]) return;
+      retired_[event.target] = true;
+      nodes_[event.target]->Crash();
+      UpdateMembers();
+      Trace(fmt::format("node {} retired (removed from the configuration)", event.target + 1));
+      return;
     case EventKind::kRestart: {
       SimNode& node = *nodes_[event.target];
-      if (node.up()) return;
+      if (node.up() || retired_[event.target]) return;
       Trace(fmt::format("restart node {}", node.id()));
       node.Start();
       ScheduleTick(event.target, now_ + master_.Range(1, node.tick_period_us));
@@ -331,6 +407,8 @@ RunResult Simulation::Run() {
   for (const auto& n : nodes_) {
     result.lease_reads += n->stats().lease_reads;
     result.read_index_reads += n->stats().read_index_reads;
+    result.compactions += n->stats().compactions;
+    result.snapshots_installed += n->stats().snapshots_installed;
   }
   result.liveness_leader_us = liveness_us_;
   const std::int64_t margin = checker_.min_lease_margin_us();

@@ -52,7 +52,11 @@ struct Swarm {
   std::int64_t fault_duration_max_us = 2000000;
   std::array<std::uint32_t, kFaultKindCount> weights{};
   std::uint64_t max_msg_bytes = 1U << 20;
+  std::uint64_t compact_every = 0;  // SimNode::compact_every
 };
+
+// Spare node slots per run: nodes that join as new members after a removal.
+inline constexpr int kSpareSlots = 3;
 
 class Simulation final : public NodeHost {
  public:
@@ -70,8 +74,11 @@ class Simulation final : public NodeHost {
   [[nodiscard]] std::int64_t Now() const override { return now_; }
   void SendPeer(const raft::Message& message) override;
   void Respond(int node_index, const ClientResponse& response) override;
-  void SchedulePersist(int node_index, std::uint64_t incarnation, std::int64_t at) override;
+  void SchedulePersist(int node_index, std::uint64_t token, std::int64_t at) override;
   InvariantChecker& checker() override { return checker_; }
+  [[nodiscard]] KvStateMachine SnapshotImage(LogIndex index) const override;
+  void SaveSnapshotImage(LogIndex index, const KvStateMachine& image) override;
+  void OnConfChangeApplied(const raft::Entry& entry) override;
   void OnApplied(std::uint64_t request_id, const lincheck::KvOutput& output) override {
     first_applied_.try_emplace(request_id, now_, output);
   }
@@ -92,6 +99,8 @@ class Simulation final : public NodeHost {
     kInjectFault,
     kHeal,
     kRestart,
+    kReportSnapshot,
+    kRetire,
   };
   struct Event {
     std::int64_t time = 0;
@@ -99,6 +108,7 @@ class Simulation final : public NodeHost {
     EventKind kind = EventKind::kTick;
     int target = 0;         // node or client index
     std::uint64_t tag = 0;  // incarnation, request id or heal id
+    std::uint64_t aux = 0;  // kReportSnapshot: peer id * 2 + ok
     std::variant<std::monostate, raft::Message, ClientRequest, ClientResponse> payload;
   };
 
@@ -117,6 +127,9 @@ class Simulation final : public NodeHost {
   void InjectClockDrift(int node);
   void InjectDiskFault(FaultKind kind);
   void InjectTransfer();
+  void InjectMembershipChange();
+  void StartNode(int index);
+  void UpdateMembers();
   std::uint64_t AddHeal(std::function<void()> heal);
   void HealEverything();
   [[nodiscard]] int LeaderIndex() const;
@@ -152,6 +165,7 @@ class Simulation final : public NodeHost {
   std::vector<NodeView> views_;
   std::vector<std::pair<raft::Role, Term>> traced_roles_;  // verbose: last role/term per node
   bool clients_active_ = true;
+  bool faults_active_ = true;  // the nemesis stops for good when the liveness phase begins
   std::uint64_t next_request_id_ = 1;
   // request id -> simulated time some node first applied it, and the result (history patching).
   std::unordered_map<std::uint64_t, std::pair<std::int64_t, lincheck::KvOutput>> first_applied_;
@@ -162,6 +176,18 @@ class Simulation final : public NodeHost {
   std::array<std::uint64_t, kFaultKindCount> faults_{};
   std::int64_t liveness_us_ = -1;
   bool calm_ = false;  // failover measurement: a quiet LAN, no faults
+
+  // Membership. Slots beyond the initial nodes are spares that join as new members (ids are never
+  // reused); a node whose removal was applied is retired (stopped for good).
+  int slots_ = 0;
+  int next_spare_ = 0;
+  std::vector<bool> started_;
+  std::vector<bool> retired_;
+  std::vector<int> members_;   // started and not retired: where clients send requests
+  raft::ConfState conf_;       // the latest applied configuration (first node to apply wins)
+  raft::ConfState prev_conf_;  // the one before it (nodes may still be using it)
+  LogIndex conf_index_;
+  std::map<LogIndex, KvStateMachine> images_;  // state-machine snapshots by index
 };
 
 }  // namespace epoch::sim
