@@ -107,7 +107,7 @@ TEST_CASE("Session against a paused server: lost before its lease can expire",
   testing::EtcdCluster etcd;
   auto client = NewClient(etcd.Endpoints());
   SessionConfig config;
-  config.timing.ttl = seconds(2);
+  config.timing.ttl = seconds(3);  // room for a slow first renewal (sanitizer builds)
   config.timing.poison_pill = true;
   std::atomic<int> kills{0};
   config.kill = [&] { ++kills; };  // injected: the test process must survive
