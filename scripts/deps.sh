@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build g++ ccache pkg-config clang-format
   # libraries
   libasio-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  librocksdb-dev libfmt-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libpq-dev
+  librocksdb-dev libfmt-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libpq-dev libssl-dev
   # tools the tests and benchmarks use
   etcd-client etcd-server postgresql
 )
