@@ -53,18 +53,42 @@ void Simulation::InjectFault() {
   }
 }
 
+std::vector<int> Simulation::ShuffledMembers() {
+  std::vector<int> perm = members_;
+  for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[nemesis_rng_.Below(i)]);
+  return perm;
+}
+
 void Simulation::InjectPartition(FaultKind kind) {
   if (partition_heal_ != 0) {  // replace the active partition
     heals_.erase(partition_heal_);
     network_->HealCuts();
     partition_heal_ = 0;
   }
-  const int n = static_cast<int>(nodes_.size());
-  std::vector<int> perm(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) perm[i] = i;
-  for (int i = n - 1; i > 0; --i) std::swap(perm[i], perm[nemesis_rng_.Below(i + 1)]);
+  std::vector<int> perm = ShuffledMembers();
+  if (perm.size() < 2) return;
   int leader = LeaderIndex();
-  if (leader < 0) leader = perm[0];
+  if (leader < 0 || std::find(perm.begin(), perm.end(), leader) == perm.end()) leader = perm[0];
+  const std::string what = CutPartition(kind, perm, leader);
+  if (what.empty()) return;
+  ++faults_[static_cast<std::size_t>(kind)];
+  Trace(what);
+  partition_heal_ = AddHeal([this] {
+    network_->HealCuts();
+    partition_heal_ = 0;
+    Trace("partition healed");
+  });
+  Event heal;
+  heal.time = now_ + nemesis_rng_.Range(100'000, swarm_.fault_duration_max_us);
+  heal.kind = EventKind::kHeal;
+  heal.tag = partition_heal_;
+  Push(std::move(heal));
+}
+
+// Cuts the links of one partition shape among the members `perm` (shuffled); returns its
+// description.
+std::string Simulation::CutPartition(FaultKind kind, std::vector<int>& perm, int leader) {
+  const int n = static_cast<int>(perm.size());
   std::string what;
   switch (kind) {
     case FaultKind::kPartitionFull: {
@@ -72,7 +96,7 @@ void Simulation::InjectPartition(FaultKind kind) {
       if (nemesis_rng_.Chance(0.5)) {
         std::swap(*std::find(perm.begin(), perm.end(), leader), perm[0]);
       }
-      auto k = static_cast<std::size_t>(nemesis_rng_.Range(1, (n - 1) / 2));
+      auto k = static_cast<std::size_t>(nemesis_rng_.Range(1, std::max(1, (n - 1) / 2)));
       std::vector<int> minority(perm.begin(), perm.begin() + static_cast<std::ptrdiff_t>(k));
       std::vector<int> rest(perm.begin() + static_cast<std::ptrdiff_t>(k), perm.end());
       network_->CutBetween(minority, rest);
@@ -88,7 +112,7 @@ void Simulation::InjectPartition(FaultKind kind) {
       const int f = perm[0] == leader ? perm[1] : perm[0];
       switch (nemesis_rng_.Below(4)) {
         case 0:  // the leader's messages to its followers are lost, not the replies
-          for (int j = 0; j < n; ++j) {
+          for (int j : perm) {
             if (j != leader) network_->link(leader, j).cut = true;
           }
           what = fmt::format("asymmetric: leader {} -> all followers cut", leader + 1);
@@ -112,7 +136,7 @@ void Simulation::InjectPartition(FaultKind kind) {
     }
     case FaultKind::kPartitionLeaderIsolated: {
       std::vector<int> rest;
-      for (int j = 0; j < n; ++j) {
+      for (int j : perm) {
         if (j != leader) rest.push_back(j);
       }
       network_->CutBetween({leader}, rest);
@@ -120,33 +144,22 @@ void Simulation::InjectPartition(FaultKind kind) {
       break;
     }
     case FaultKind::kPartitionMajoritiesRing: {
-      // 5 nodes: each node keeps its two ring neighbours (a majority with itself), no two
-      // nodes the same majority. 3 nodes: a bridge: perm[0] sees both, the others not each other.
+      // 4-5 members: each keeps its two ring neighbours (a majority with itself), no two the
+      // same majority. 3 members: a bridge: perm[0] sees both, the others not each other.
       for (int a = 0; a < n; ++a) {
         for (int b = 0; b < n; ++b) {
           int d = std::abs(a - b);
           d = std::min(d, n - d);
-          bool cut = n >= 5 ? d >= 2 : (a != 0 && b != 0 && a != b);
+          bool cut = n >= 4 ? d >= 2 : (a != 0 && b != 0 && a != b);
           if (cut) network_->link(perm[a], perm[b]).cut = true;
         }
       }
       what = "majorities ring";
       break;
     }
-    default: return;
+    default: return {};
   }
-  ++faults_[static_cast<std::size_t>(kind)];
-  Trace(what);
-  partition_heal_ = AddHeal([this] {
-    network_->HealCuts();
-    partition_heal_ = 0;
-    Trace("partition healed");
-  });
-  Event heal;
-  heal.time = now_ + nemesis_rng_.Range(100'000, swarm_.fault_duration_max_us);
-  heal.kind = EventKind::kHeal;
-  heal.tag = partition_heal_;
-  Push(std::move(heal));
+  return what;
 }
 
 void Simulation::InjectLinkFault(FaultKind kind) {
@@ -158,15 +171,14 @@ void Simulation::InjectLinkFault(FaultKind kind) {
       heal();
     }
   }
-  const int n = static_cast<int>(nodes_.size());
   const bool all = nemesis_rng_.Chance(0.3);
   std::vector<std::pair<int, int>> links;
-  for (int a = 0; a < n; ++a) {
-    for (int b = 0; b < n; ++b) {
+  for (int a : members_) {
+    for (int b : members_) {
       if (a != b && (all || nemesis_rng_.Chance(0.4))) links.emplace_back(a, b);
     }
   }
-  if (links.empty()) links.emplace_back(0, 1);
+  if (links.empty()) return;
   const double drop = 0.1 + nemesis_rng_.Unit() * 0.4;
   const double dup = 0.1 + nemesis_rng_.Unit() * 0.4;
   const std::int64_t delay = nemesis_rng_.Range(5'000, 60'000);

@@ -181,23 +181,8 @@ void Simulation::WakeClient(int client) {
   Push(std::move(e));
 }
 
-void Simulation::Dispatch(Event& event) {
+void Simulation::DispatchClient(Event& event) {
   switch (event.kind) {
-    case EventKind::kTick: {
-      SimNode& node = *nodes_[event.target];
-      if (!node.up() || node.incarnation() != event.tag) return;
-      node.Tick();
-      if (node.up()) ScheduleTick(event.target, now_ + node.tick_period_us);
-      return;
-    }
-    case EventKind::kDeliver: {
-      const auto& m = std::get<raft::Message>(event.payload);
-      const int from = static_cast<int>(m.from.value()) - 1;
-      if (network_->Cut(from, event.target)) return;  // cut while in flight
-      nodes_[event.target]->Deliver(m);
-      return;
-    }
-    case EventKind::kPersistDone: nodes_[event.target]->PersistDone(event.tag); return;
     case EventKind::kClientArrive:
       if (network_->ClientReachable(event.target)) {
         nodes_[event.target]->HandleClient(std::get<ClientRequest>(event.payload));
@@ -235,6 +220,31 @@ void Simulation::Dispatch(Event& event) {
       if (was_busy && !client.busy()) WakeClient(event.target);
       return;
     }
+    default: return;
+  }
+}
+
+void Simulation::Dispatch(Event& event) {
+  switch (event.kind) {
+    case EventKind::kTick: {
+      SimNode& node = *nodes_[event.target];
+      if (!node.up() || node.incarnation() != event.tag) return;
+      node.Tick();
+      if (node.up()) ScheduleTick(event.target, now_ + node.tick_period_us);
+      return;
+    }
+    case EventKind::kDeliver: {
+      const auto& m = std::get<raft::Message>(event.payload);
+      const int from = static_cast<int>(m.from.value()) - 1;
+      if (network_->Cut(from, event.target)) return;  // cut while in flight
+      nodes_[event.target]->Deliver(m);
+      return;
+    }
+    case EventKind::kPersistDone: nodes_[event.target]->PersistDone(event.tag); return;
+    case EventKind::kClientArrive:
+    case EventKind::kClientResponse:
+    case EventKind::kClientWake:
+    case EventKind::kClientTimeout: DispatchClient(event); return;
     case EventKind::kInjectFault: InjectFault(); return;
     case EventKind::kHeal: {
       auto it = heals_.find(event.tag);

@@ -115,6 +115,7 @@ class Simulation final : public NodeHost {
   void Push(Event event);
   bool StepOnce();
   void Dispatch(Event& event);
+  void DispatchClient(Event& event);
   void AfterStep();
   void ScheduleTick(int node, std::int64_t at);
   void WakeClient(int client);
@@ -122,6 +123,8 @@ class Simulation final : public NodeHost {
   // Nemesis (nemesis.cc).
   void InjectFault();
   void InjectPartition(FaultKind kind);
+  std::vector<int> ShuffledMembers();
+  std::string CutPartition(FaultKind kind, std::vector<int>& perm, int leader);
   void InjectLinkFault(FaultKind kind);
   void InjectCrash();
   void InjectClockDrift(int node);
