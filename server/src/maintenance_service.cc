@@ -75,22 +75,23 @@ grpc::ServerUnaryReactor* MaintenanceService::MoveLeader(
   node_.driver().TransferLeadership(
       target, [this, reactor, response, target, give_up](const epoch::Status& s) {
         if (!s.ok()) return reactor->Finish(ToGrpc(s));
+        // The poll function holds itself only weakly; a pending timer wait holds it strongly.
+        // So it is freed after its last run returns — never while it runs (assigning to *poll
+        // from inside the running function destroyed its own captures: a use-after-free that
+        // crashed the old leader right after every successful transfer).
         auto poll = std::make_shared<std::function<void()>>();
         auto timer = std::make_shared<asio::steady_timer>(node_.read_pool());
-        *poll = [this, reactor, response, target, give_up, poll, timer] {
+        std::weak_ptr<std::function<void()>> weak_poll = poll;
+        *poll = [this, reactor, response, target, give_up, weak_poll, timer] {
           if (node_.driver().status().leader == target) {
             node_.FillHeader(response->mutable_header());
-            *poll = nullptr;  // break the self-reference
             return reactor->Finish(grpc::Status::OK);
           }
           if (std::chrono::steady_clock::now() > give_up) {
-            *poll = nullptr;
             return reactor->Finish(ToGrpc(etcd_errors::kTimeout));
           }
           timer->expires_after(std::chrono::milliseconds(5));
-          timer->async_wait([poll](std::error_code) {
-            if (*poll) (*poll)();
-          });
+          timer->async_wait([next = weak_poll.lock()](std::error_code) { (*next)(); });
         };
         (*poll)();
       });
