@@ -1,0 +1,257 @@
+// Bad input against a real cluster: each request gets etcd's error (code and message), nothing is
+// written, and the node keeps serving. Then bytes that are not the peer protocol, and a
+// well-formed hello from another cluster, on a node's peer port: the node drops the connection,
+// says why in its log, and keeps serving.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "raftpb/raft.pb.h"
+#include "support.h"
+
+namespace epoch::integration {
+namespace {
+
+std::int64_t CurrentRevision(TestCluster& cluster) {
+  return MustRange(cluster, 0, "any").header().revision();
+}
+
+grpc::Status Txn(TestCluster& cluster, int i, const etcdserverpb::TxnRequest& request) {
+  auto kv = etcdserverpb::KV::NewStub(cluster.Channel(i));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  etcdserverpb::TxnResponse response;
+  return kv->Txn(&ctx, request, &response);
+}
+
+void CheckError(const grpc::Status& s, grpc::StatusCode code, const std::string& message) {
+  INFO("got code " << s.error_code() << ": " << s.error_message());
+  CHECK(s.error_code() == code);
+  CHECK(s.error_message() == message);
+}
+
+TEST_CASE("oversized requests get 'request is too large' and write nothing",
+          "[integration][bad_input]") {
+  auto cluster = StartCluster();
+  std::int64_t revision = CurrentRevision(*cluster);
+
+  // 1.6 MiB through etcdctl (value on stdin: too long for an argument): over --max-request-bytes.
+  std::string big(1600 * 1024, 'a');
+  EtcdctlFails(*cluster, {"put", "big"}, "etcdserver: request is too large", big);
+  // A txn whose puts add up to more than the limit.
+  etcdserverpb::TxnRequest txn;
+  for (int i = 0; i < 2; ++i) {
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(fmt::format("big{}", i));
+    put->set_value(std::string(800 * 1024, 'b'));
+  }
+  CheckError(Txn(*cluster, 1, txn), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: request is too large");
+  // 3 MiB is over gRPC's receive limit: refused before it is even parsed.
+  auto kv = etcdserverpb::KV::NewStub(cluster->Channel(2));
+  grpc::Status huge = Put(*kv, "huge", std::string(3 << 20, 'c'));
+  CHECK(huge.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(CurrentRevision(*cluster) == revision);
+  CHECK(MustRange(*cluster, 0, "big").kvs_size() == 0);
+
+  // Just under the limit is accepted (so the limit is where etcd puts it, not lower).
+  std::string fits(1400 * 1024, 'd');
+  CHECK(EtcdctlOk(*cluster, {"put", "fits"}, fits) == "OK\n");
+  auto got = MustRange(*cluster, 1, "fits");
+  REQUIRE(got.kvs_size() == 1);
+  CHECK(got.kvs(0).value() == fits);
+  for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/oversized");
+}
+
+TEST_CASE("inverted ranges, bad sort options, duplicate txn keys, too many ops, unknown lease",
+          "[integration][bad_input]") {
+  auto cluster = StartCluster();
+  EtcdctlOk(*cluster, {"put", "foo", "1"});
+  EtcdctlOk(*cluster, {"put", "zeta", "2"});
+  std::int64_t revision = CurrentRevision(*cluster);
+  REQUIRE(revision == 3);
+
+  // Inverted range (end < key): empty, not an error — as etcd does.
+  CHECK(EtcdctlOk(*cluster, {"get", "zeta", "foo"}).empty());
+  CHECK(EtcdctlOk(*cluster, {"del", "zeta", "foo"}) == "0\n");
+  CHECK(CurrentRevision(*cluster) == revision);
+  CHECK(MustRange(*cluster, 1, "zeta", "foo").count() == 0);
+
+  // Sort order/target values outside the enums (etcdctl cannot send them; a stub can).
+  auto kv = etcdserverpb::KV::NewStub(cluster->Channel(0));
+  etcdserverpb::RangeRequest range;
+  range.set_key("foo");
+  range.set_sort_target(static_cast<etcdserverpb::RangeRequest::SortTarget>(99));
+  etcdserverpb::RangeResponse response;
+  CheckError(Range(*kv, range, &response), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: invalid sort option");
+  range.set_sort_target(etcdserverpb::RangeRequest::KEY);
+  range.set_sort_order(static_cast<etcdserverpb::RangeRequest::SortOrder>(-3));
+  CheckError(Range(*kv, range, &response), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: invalid sort option");
+  range.set_sort_order(etcdserverpb::RangeRequest::NONE);
+  range.set_key("");
+  CheckError(Range(*kv, range, &response), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: key is not provided");
+
+  // The same key twice in one branch.
+  EtcdctlFails(*cluster, {"txn", "-i"}, "etcdserver: duplicate key given in txn request",
+               "\nput t/d 1\nput t/d 2\n\n\n");
+  etcdserverpb::TxnRequest overlap;  // a put inside a deleted range
+  overlap.add_success()->mutable_request_delete_range()->set_key("a");
+  overlap.mutable_success(0)->mutable_request_delete_range()->set_range_end("c");
+  overlap.add_success()->mutable_request_put()->set_key("b");
+  CheckError(Txn(*cluster, 2, overlap), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: duplicate key given in txn request");
+  etcdserverpb::TxnRequest many;
+  for (int i = 0; i < 129; ++i) {
+    many.add_success()->mutable_request_put()->set_key(fmt::format("m{}", i));
+  }
+  CheckError(Txn(*cluster, 1, many), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: too many operations in txn request");
+
+  // A lease that does not exist.
+  EtcdctlFails(*cluster, {"put", "leased", "v", "--lease=1234abcd"},
+               "etcdserver: requested lease not found");
+  CHECK(MustRange(*cluster, 0, "leased").kvs_size() == 0);
+  CHECK(CurrentRevision(*cluster) == revision);
+  for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/bad");
+}
+
+std::string BigEndian(std::uint64_t v, int bytes) {
+  std::string out(static_cast<std::size_t>(bytes), '\0');
+  for (int i = bytes - 1; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+  return out;
+}
+
+// A peer frame: 4-byte big-endian length, then the payload (server/peer_transport.h).
+std::string Framed(const std::string& payload) { return BigEndian(payload.size(), 4) + payload; }
+
+// The transport's hello payload: magic, cluster id, sender id (server/src/peer_transport.cc).
+std::string Hello(std::uint64_t cluster_id, std::uint64_t sender) {
+  return Framed("EPOCHP1\n" + BigEndian(cluster_id, 8) + BigEndian(sender, 8));
+}
+
+// A RequestVote at a term far ahead: if it were accepted, the node's term would jump.
+std::string VoteFrame(std::uint64_t from, std::uint64_t to) {
+  epoch::raftpb::Frame frame;
+  auto* m = frame.mutable_message();
+  m->set_type(epoch::raftpb::REQUEST_VOTE);
+  m->set_from(from);
+  m->set_to(to);
+  m->set_term(1000);
+  m->set_log_term(1000);
+  m->set_index(1000000);
+  return Framed(frame.SerializeAsString());
+}
+
+bool LogContains(const TestCluster& cluster, int i, const std::string& text) {
+  std::ifstream in(cluster.node(i).log_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str().find(text) != std::string::npos;
+}
+
+// Waits (bounded) for `text` to appear in node i's log.
+bool WaitLog(const TestCluster& cluster, int i, const std::string& text) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!LogContains(cluster, i, text)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+TEST_CASE("garbage on the peer port is dropped and the node keeps serving",
+          "[integration][bad_input][peer]") {
+  auto cluster = StartCluster();
+  const int target = 0;
+  std::uint16_t port = cluster->node(target).peer_port;
+  auto linger = std::chrono::seconds(3);
+
+  // A length prefix over the frame limit.
+  Result<bool> huge = test::SendRaw(port, std::string(64, '\xff'), linger);
+  REQUIRE(huge.ok());
+  CHECK(*huge);  // the node closed the connection
+  CHECK(WaitLog(*cluster, target, "exceeds the limit"));
+  RequireServing(*cluster, target, "probe/peer");
+
+  // A well-sized first frame that is not a hello.
+  Result<bool> not_hello = test::SendRaw(port, Framed(std::string(24, 'x')), linger);
+  REQUIRE(not_hello.ok());
+  CHECK(*not_hello);
+  CHECK(WaitLog(*cluster, target, "did not start with a hello"));
+  RequireServing(*cluster, target, "probe/peer");
+
+  // Seeded random bytes (the first byte keeps the length prefix over the limit).
+  std::string noise(4096, '\0');
+  std::uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (char& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x & 0xff);
+  }
+  noise[0] = '\x7f';
+  Result<bool> random = test::SendRaw(port, noise, linger);
+  REQUIRE(random.ok());
+  CHECK(*random);
+
+  // A truncated frame, then the connection goes away.
+  Result<bool> truncated =
+      test::SendRaw(port, BigEndian(1000, 4) + "short", std::chrono::milliseconds(200));
+  REQUIRE(truncated.ok());
+  CHECK_FALSE(*truncated);  // the node waits for the rest of the frame until we hang up
+
+  // A valid hello followed by a frame that is not a protobuf message: the frame is dropped and
+  // logged, the link stays up.
+  std::uint64_t cluster_id = cluster->NodeStatus(target).value().header().cluster_id();
+  std::uint64_t peer = cluster->node(1).member_id;
+  Result<bool> bad_frame =
+      test::SendRaw(port, Hello(cluster_id, peer) + Framed(std::string(40, '\xff')),
+                    std::chrono::milliseconds(300));
+  REQUIRE(bad_frame.ok());
+  CHECK_FALSE(*bad_frame);
+  CHECK(WaitLog(*cluster, target, "dropping a peer frame"));
+  for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/peer");
+  Result<int> leader = cluster->WaitHealthy(std::chrono::seconds(10));
+  CHECK(leader.ok());
+}
+
+TEST_CASE("a peer from another cluster is refused before any of its messages is read",
+          "[integration][bad_input][peer]") {
+  auto cluster = StartCluster();
+  const int target = 1;
+  auto status = cluster->NodeStatus(target);
+  REQUIRE(status.ok());
+  std::uint64_t cluster_id = status->header().cluster_id();
+  std::uint64_t term = status->raftterm();
+  std::uint64_t foreign = cluster_id ^ 0x5a5a5a5a5a5a5a5aULL;
+  std::uint64_t self = cluster->node(target).member_id;
+  std::uint64_t sender = cluster->node(0).member_id;  // an ID this node knows, other cluster
+
+  Result<bool> closed =
+      test::SendRaw(cluster->node(target).peer_port,
+                    Hello(foreign, sender) + VoteFrame(sender, self), std::chrono::seconds(3));
+  REQUIRE(closed.ok());
+  CHECK(*closed);
+  CHECK(WaitLog(*cluster, target, fmt::format("rejecting peer from cluster {:x}", foreign)));
+  // The vote at term 1000 was never read: the term did not move.
+  auto after = cluster->NodeStatus(target);
+  REQUIRE(after.ok());
+  CHECK(after->raftterm() == term);
+  CHECK(after->raftterm() < 1000);
+
+  // Control: the same hello with this cluster's id is accepted (the link stays open).
+  Result<bool> ours = test::SendRaw(cluster->node(target).peer_port, Hello(cluster_id, sender),
+                                    std::chrono::milliseconds(300));
+  REQUIRE(ours.ok());
+  CHECK_FALSE(*ours);
+  for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/foreign");
+}
+
+}  // namespace
+}  // namespace epoch::integration

@@ -1,0 +1,122 @@
+#include "support.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <sstream>
+
+namespace epoch::integration {
+
+std::unique_ptr<TestCluster> StartCluster(int nodes) {
+  test::ClusterOptions options;
+  options.epochd_path = EPOCHD_PATH;
+  options.nodes = nodes;
+  auto cluster = TestCluster::Start(options);
+  INFO("starting a " << nodes << "-node cluster: " << cluster.status().ToString());
+  REQUIRE(cluster.ok());
+  return std::move(*cluster);
+}
+
+std::string EtcdctlOk(const TestCluster& cluster, const std::vector<std::string>& args,
+                      std::string_view stdin_data, std::optional<std::string> endpoints) {
+  CommandResult r = cluster.Etcdctl(args, stdin_data, std::move(endpoints));
+  INFO("etcdctl " << fmt::format("{}", fmt::join(args, " ")) << ": " << r.Describe());
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+void EtcdctlFails(const TestCluster& cluster, const std::vector<std::string>& args,
+                  std::string_view error, std::string_view stdin_data,
+                  std::optional<std::string> endpoints) {
+  CommandResult r = cluster.Etcdctl(args, stdin_data, std::move(endpoints));
+  INFO("etcdctl " << fmt::format("{}", fmt::join(args, " ")) << ": " << r.Describe());
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code != 0);
+  // etcdctl prints "Error: <server message>" as its last line.
+  CHECK(r.err.find(fmt::format("Error: {}", error)) != std::string::npos);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+std::vector<std::string> Fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  std::string field;
+  while (std::getline(in, field, ',')) {
+    std::size_t b = field.find_first_not_of(' ');
+    std::size_t e = field.find_last_not_of(' ');
+    out.push_back(b == std::string::npos ? "" : field.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+grpc::Status Put(etcdserverpb::KV::Stub& kv, const std::string& key, const std::string& value,
+                 etcdserverpb::PutResponse* response, std::chrono::milliseconds timeout) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  etcdserverpb::PutRequest request;
+  request.set_key(key);
+  request.set_value(value);
+  etcdserverpb::PutResponse ignored;
+  return kv.Put(&ctx, request, response ? response : &ignored);
+}
+
+grpc::Status Range(etcdserverpb::KV::Stub& kv, const etcdserverpb::RangeRequest& request,
+                   etcdserverpb::RangeResponse* response, std::chrono::milliseconds timeout) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  return kv.Range(&ctx, request, response);
+}
+
+etcdserverpb::RangeResponse MustRange(TestCluster& cluster, int i, const std::string& key,
+                                      const std::string& range_end) {
+  auto kv = etcdserverpb::KV::NewStub(cluster.Channel(i));
+  etcdserverpb::RangeRequest request;
+  request.set_key(key);
+  request.set_range_end(range_end);
+  etcdserverpb::RangeResponse response;
+  grpc::Status s = Range(*kv, request, &response);
+  INFO("Range [" << key << ", " << range_end << ") on " << cluster.node(i).name << ": "
+                 << s.error_message());
+  REQUIRE(s.ok());
+  return response;
+}
+
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    auto last = static_cast<unsigned char>(prefix.back());
+    if (last < 0xff) {
+      prefix.back() = static_cast<char>(last + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+std::string Hex(std::uint64_t id) { return fmt::format("{:x}", id); }
+
+void RequireServing(TestCluster& cluster, int i, const std::string& probe_key) {
+  epoch::Status alive = cluster.CheckAlive();
+  INFO(alive.ToString());
+  REQUIRE(alive.ok());
+  static std::atomic<int> probe{0};
+  std::string value = fmt::format("probe-{}", probe.fetch_add(1));
+  auto kv = etcdserverpb::KV::NewStub(cluster.Channel(i));
+  grpc::Status put = Put(*kv, probe_key, value);
+  INFO("probe put on " << cluster.node(i).name << ": " << put.error_message());
+  REQUIRE(put.ok());
+  etcdserverpb::RangeResponse got = MustRange(cluster, i, probe_key);
+  REQUIRE(got.kvs_size() == 1);
+  CHECK(got.kvs(0).value() == value);
+}
+
+}  // namespace epoch::integration

@@ -1,0 +1,77 @@
+// Helpers shared by the integration test files: start a cluster of the epochd under test, run
+// etcdctl expecting success or a given error, parse etcdctl's JSON and simple outputs, and call
+// the KV service through a gRPC stub for what etcdctl 3.4 cannot send (count_only, filters,
+// invalid enum values, lease on put without a lease).
+//
+// Threading: the Catch2 assertions inside these helpers must run on the test's thread; the
+// stub helpers that return a grpc::Status (no assertions) may run on any thread.
+#pragma once
+
+#include <google/protobuf/util/json_util.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "epoch/test_support/test_cluster.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+
+namespace epoch::integration {
+
+using test::CommandResult;
+using test::TestCluster;
+
+// A healthy cluster of `nodes` epochd processes (REQUIREd).
+std::unique_ptr<TestCluster> StartCluster(int nodes = 3);
+
+// Runs etcdctl and REQUIREs exit code 0; returns stdout.
+std::string EtcdctlOk(const TestCluster& cluster, const std::vector<std::string>& args,
+                      std::string_view stdin_data = {},
+                      std::optional<std::string> endpoints = std::nullopt);
+// Runs etcdctl and REQUIREs a non-zero exit with `error` in its stderr.
+void EtcdctlFails(const TestCluster& cluster, const std::vector<std::string>& args,
+                  std::string_view error, std::string_view stdin_data = {},
+                  std::optional<std::string> endpoints = std::nullopt);
+
+// Non-empty lines of `text`.
+std::vector<std::string> Lines(const std::string& text);
+// Comma-separated fields of one line, trimmed.
+std::vector<std::string> Fields(const std::string& line);
+
+// etcdctl -w json output (Go's encoding of the response struct: snake_case names, base64 bytes)
+// parsed into the protobuf message; REQUIREs that it parses.
+template <typename Message>
+Message ParseJson(const std::string& json) {
+  Message message;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &message, options);
+  INFO("json: " << json);
+  REQUIRE(status.ok());
+  return message;
+}
+
+// Stub calls with a deadline; no assertions, so writer threads may use them.
+grpc::Status Put(etcdserverpb::KV::Stub& kv, const std::string& key, const std::string& value,
+                 etcdserverpb::PutResponse* response = nullptr,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(5));
+grpc::Status Range(etcdserverpb::KV::Stub& kv, const etcdserverpb::RangeRequest& request,
+                   etcdserverpb::RangeResponse* response,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+// Linearizable range over [key, range_end) through node i; REQUIREs success.
+etcdserverpb::RangeResponse MustRange(TestCluster& cluster, int i, const std::string& key,
+                                      const std::string& range_end = {});
+
+// The end of the prefix range starting at `prefix` (etcd's GetPrefixRangeEnd).
+std::string PrefixEnd(std::string prefix);
+
+// Member ID as etcdctl prints and parses it (%x).
+std::string Hex(std::uint64_t id);
+
+// REQUIREs that every started node is still alive and that a put and a linearizable get through
+// node i both work (the "node keeps serving" check after bad input).
+void RequireServing(TestCluster& cluster, int i, const std::string& probe_key);
+
+}  // namespace epoch::integration

@@ -1,0 +1,158 @@
+// TestCluster: a real N-node epochd cluster on loopback for process-level tests (integration
+// now, chaos later). Each node is an epochd process with its own data directory and log file
+// under one temporary directory; ports come from a reserved PortBlock (loopback.h).
+//
+// What a test can do: start the cluster and wait until it is healthy; find the leader (the node
+// every live member names in Maintenance.Status); SIGKILL, SIGSTOP, SIGCONT, stop (SIGTERM) and
+// restart single nodes; reach a node over gRPC; run etcdctl against any set of endpoints. Every
+// wait is a condition polled until a deadline, never a fixed sleep.
+//
+// Cleanup: the destructor SIGKILLs and reaps every node (SIGCONT first, so paused nodes die too)
+// and removes the temporary directory — unless the destructor runs during stack unwinding (a
+// failed REQUIRE), KeepFiles() was called, or EPOCH_TEST_KEEP=1 is set; then it prints where the
+// logs are. Nodes also die with the test process (PR_SET_PDEATHSIG), even when it is killed.
+//
+// Threading: node control (Start/Kill/Stop/Pause/Resume/Restart) from one thread — the one that
+// created the cluster, which must outlive it. Read-only accessors, Channel(), Status() and
+// Etcdctl() are safe from any thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "epoch/status.h"
+#include "epoch/test_support/loopback.h"
+#include "epoch/test_support/process.h"
+#include "etcdserverpb/rpc.pb.h"
+
+namespace epoch::test {
+
+inline constexpr const char* kEtcdctlPath = "/usr/bin/etcdctl";
+
+struct ClusterOptions {
+  std::string epochd_path;  // required: the epochd binary
+  int nodes = 3;            // 1..5
+  // Raft timing for fast tests: 10 ms ticks, heartbeat every 50 ms, election floor 150 ms.
+  std::vector<std::string> extra_flags = {
+      "--tick-ms", "10", "--heartbeat-ticks", "5", "--election-timeout-ticks", "15"};
+  std::string cluster_token = "epoch-test";
+  std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
+};
+
+struct NodeInfo {
+  std::string name;  // "n1", "n2", ...
+  std::uint64_t member_id = 0;
+  std::uint16_t client_port = 0;
+  std::uint16_t peer_port = 0;
+  std::uint16_t metrics_port = 0;
+  std::string data_dir;
+  std::string log_path;
+
+  [[nodiscard]] std::string client_address() const;  // "127.0.0.1:<client_port>"
+};
+
+class TestCluster {
+ public:
+  // Reserves ports, creates the directory, starts every node and waits (options.start_timeout)
+  // until the cluster is healthy (WaitHealthy).
+  [[nodiscard]] static Result<std::unique_ptr<TestCluster>> Start(ClusterOptions options);
+  ~TestCluster();
+  TestCluster(const TestCluster&) = delete;
+  TestCluster& operator=(const TestCluster&) = delete;
+
+  [[nodiscard]] int size() const { return static_cast<int>(nodes_.size()); }
+  [[nodiscard]] const NodeInfo& node(int i) const { return nodes_.at(i).info; }
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] const std::string& cluster_token() const { return options_.cluster_token; }
+  // Index of the node with this member ID, or -1.
+  [[nodiscard]] int IndexOf(std::uint64_t member_id) const;
+  // "127.0.0.1:P1,127.0.0.1:P2,...": every node's client address (or the ones listed).
+  [[nodiscard]] std::string Endpoints() const;
+  [[nodiscard]] std::string Endpoints(const std::vector<int>& indexes) const;
+
+  // --- node control ---
+  // Starts node i (its data directory is kept across restarts). FailedPrecondition if running.
+  [[nodiscard]] Status StartNode(int i);
+  // SIGKILL and reap.
+  void Kill(int i);
+  // SIGTERM and wait for a clean exit; SIGKILL and an error if it takes longer than `timeout`
+  // or the exit status is not 0.
+  [[nodiscard]] Status Stop(int i, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // SIGSTOP / SIGCONT.
+  void Pause(int i);
+  void Resume(int i);
+  [[nodiscard]] Status Restart(int i) {
+    EPOCH_RETURN_IF_ERROR(Stop(i));
+    return StartNode(i);
+  }
+  // Whether node i's process exists (paused counts as running); reaps it if it died.
+  [[nodiscard]] bool IsRunning(int i);
+  [[nodiscard]] bool IsPaused(int i) const { return nodes_.at(i).paused; }
+  [[nodiscard]] std::optional<int> ExitStatus(int i) const { return nodes_.at(i).exit_status; }
+  // OK if every node the test started and did not kill or stop is still running; otherwise names
+  // the first that exited on its own, with its status and log tail.
+  [[nodiscard]] Status CheckAlive();
+
+  // --- conditions ---
+  // Every running, unpaused node answers /ready (a leader is known and it has applied what it
+  // knows committed) and they agree on one leader. Returns the leader's index.
+  [[nodiscard]] Result<int> WaitHealthy(std::chrono::milliseconds timeout);
+  // Every running, unpaused node names the same leader, which is one of them and says it leads.
+  // `not_index` excludes a node (e.g. the old leader, still paused). Returns the leader's index.
+  [[nodiscard]] Result<int> WaitForLeader(std::chrono::milliseconds timeout,
+                                          std::optional<int> not_index = std::nullopt);
+
+  // --- talking to nodes ---
+  [[nodiscard]] std::shared_ptr<grpc::Channel> Channel(int i);
+  [[nodiscard]] Result<etcdserverpb::StatusResponse> NodeStatus(
+      int i, std::chrono::milliseconds timeout = std::chrono::seconds(1));
+  [[nodiscard]] Result<HttpResponse> Http(
+      int i, std::string_view path,
+      std::chrono::milliseconds timeout = std::chrono::seconds(1)) const;
+  // etcdctl (v3 API) with --endpoints set to `endpoints` (default: every node).
+  [[nodiscard]] CommandResult Etcdctl(
+      const std::vector<std::string>& args, std::string_view stdin_data = {},
+      std::optional<std::string> endpoints = std::nullopt,
+      std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
+  // The last `bytes` of node i's log, for failure messages.
+  [[nodiscard]] std::string LogTail(int i, std::size_t bytes = 4096) const;
+
+  void KeepFiles() { keep_files_ = true; }
+
+ private:
+  struct Node {
+    NodeInfo info;
+    ChildProcess process;
+    bool started = false;  // started by StartNode and not since killed or stopped by the test
+    bool paused = false;
+    std::optional<int> exit_status;
+  };
+
+  TestCluster(ClusterOptions options, PortBlock ports, std::string dir);
+  [[nodiscard]] std::vector<std::string> ArgsFor(int i) const;
+  // The leader every live node agrees on right now, if any.
+  [[nodiscard]] std::optional<int> AgreedLeader(std::optional<int> not_index);
+
+  const ClusterOptions options_;
+  const PortBlock ports_;  // held for the cluster's lifetime so restarts get the same ports
+  const std::string dir_;
+  std::vector<Node> nodes_;
+  bool keep_files_ = false;
+
+  std::mutex channels_mu_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;  // guarded by channels_mu_
+};
+
+// Runs etcdctl (ETCDCTL_API=3) with `--endpoints=<endpoints>` and `args`.
+[[nodiscard]] CommandResult RunEtcdctl(
+    const std::string& endpoints, const std::vector<std::string>& args,
+    std::string_view stdin_data = {}, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+}  // namespace epoch::test

@@ -1,0 +1,353 @@
+#include "epoch/test_support/test_cluster.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "epoch/server/node_config.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+
+namespace epoch::test {
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(20);
+
+Result<std::string> MakeTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = fmt::format("{}/epoch-cluster-XXXXXX", base && *base ? base : "/tmp");
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return Status::IOError(fmt::format("mkdtemp {}: {}", pattern, std::strerror(errno)));
+  }
+  return pattern;
+}
+
+bool KeepRequestedByEnv() {
+  const char* keep = std::getenv("EPOCH_TEST_KEEP");
+  return keep != nullptr && std::string_view(keep) == "1";
+}
+
+}  // namespace
+
+std::string NodeInfo::client_address() const { return fmt::format("127.0.0.1:{}", client_port); }
+
+CommandResult RunEtcdctl(const std::string& endpoints, const std::vector<std::string>& args,
+                         std::string_view stdin_data, std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {kEtcdctlPath, "--endpoints=" + endpoints};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, stdin_data, timeout, {"ETCDCTL_API=3"});
+}
+
+TestCluster::TestCluster(ClusterOptions options, PortBlock ports, std::string dir)
+    : options_(std::move(options)), ports_(std::move(ports)), dir_(std::move(dir)) {
+  nodes_.resize(static_cast<std::size_t>(options_.nodes));
+  channels_.resize(nodes_.size());
+  for (int i = 0; i < size(); ++i) {
+    NodeInfo& info = nodes_[static_cast<std::size_t>(i)].info;
+    info.name = fmt::format("n{}", i + 1);
+    info.member_id = server::MemberIdFor(options_.cluster_token, info.name).value();
+    info.client_port = ports_.port(3 * i);
+    info.peer_port = ports_.port(3 * i + 1);
+    info.metrics_port = ports_.port(3 * i + 2);
+    info.data_dir = fmt::format("{}/{}", dir_, info.name);
+    info.log_path = fmt::format("{}/{}.log", dir_, info.name);
+  }
+}
+
+Result<std::unique_ptr<TestCluster>> TestCluster::Start(ClusterOptions options) {
+  if (options.nodes < 1 || 3 * options.nodes > PortBlock::kPorts) {
+    return Status::InvalidArgument(fmt::format("nodes must be in [1, 5], got {}", options.nodes));
+  }
+  if (access(options.epochd_path.c_str(), X_OK) != 0) {
+    return Status::InvalidArgument(fmt::format("no epochd at '{}'", options.epochd_path));
+  }
+  Result<PortBlock> ports = PortBlock::Reserve();
+  if (!ports.ok()) return ports.status();
+  Result<std::string> dir = MakeTempDir();
+  if (!dir.ok()) return dir.status();
+  std::chrono::milliseconds start_timeout = options.start_timeout;
+  std::unique_ptr<TestCluster> cluster(
+      new TestCluster(std::move(options), std::move(*ports), std::move(*dir)));
+  for (int i = 0; i < cluster->size(); ++i) {
+    Status s = cluster->StartNode(i);
+    if (!s.ok()) {
+      cluster->KeepFiles();
+      return s;
+    }
+  }
+  Result<int> leader = cluster->WaitHealthy(start_timeout);
+  if (!leader.ok()) {
+    cluster->KeepFiles();
+    return leader.status().Annotate(
+        fmt::format("cluster in {} never became healthy", cluster->dir()));
+  }
+  return cluster;
+}
+
+TestCluster::~TestCluster() {
+  for (Node& n : nodes_) n.process.KillAndReap();
+  if (keep_files_ || std::uncaught_exceptions() > 0 || KeepRequestedByEnv()) {
+    std::fprintf(stderr, "TestCluster: data and logs kept in %s\n", dir_.c_str());
+    return;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+int TestCluster::IndexOf(std::uint64_t member_id) const {
+  for (int i = 0; i < size(); ++i) {
+    if (node(i).member_id == member_id) return i;
+  }
+  return -1;
+}
+
+std::string TestCluster::Endpoints() const {
+  std::vector<int> all;
+  for (int i = 0; i < size(); ++i) all.push_back(i);
+  return Endpoints(all);
+}
+
+std::string TestCluster::Endpoints(const std::vector<int>& indexes) const {
+  std::string out;
+  for (int i : indexes) out += (out.empty() ? "" : ",") + node(i).client_address();
+  return out;
+}
+
+std::vector<std::string> TestCluster::ArgsFor(int i) const {
+  std::string peers, clients;
+  for (int j = 0; j < size(); ++j) {
+    const NodeInfo& n = node(j);
+    peers += fmt::format("{}{}=127.0.0.1:{}", peers.empty() ? "" : ",", n.name, n.peer_port);
+    clients += fmt::format("{}{}=127.0.0.1:{}", clients.empty() ? "" : ",", n.name, n.client_port);
+  }
+  const NodeInfo& self = node(i);
+  std::vector<std::string> args = {
+      options_.epochd_path,
+      "--name",
+      self.name,
+      "--data-dir",
+      self.data_dir,
+      "--listen-client-urls",
+      self.client_address(),
+      "--listen-peer-urls",
+      fmt::format("127.0.0.1:{}", self.peer_port),
+      "--listen-metrics-urls",
+      fmt::format("127.0.0.1:{}", self.metrics_port),
+      "--initial-cluster",
+      peers,
+      "--initial-cluster-clients",
+      clients,
+      "--initial-cluster-token",
+      options_.cluster_token,
+  };
+  args.insert(args.end(), options_.extra_flags.begin(), options_.extra_flags.end());
+  return args;
+}
+
+Status TestCluster::StartNode(int i) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  if (n.process.Running()) {
+    return Status::FailedPrecondition(fmt::format("{} is already running", n.info.name));
+  }
+  {
+    std::ofstream log(n.info.log_path, std::ios::app);
+    log << "==== TestCluster: starting " << n.info.name << " ====\n";
+  }
+  Result<ChildProcess> child = ChildProcess::Spawn(ArgsFor(i), n.info.log_path);
+  if (!child.ok()) return child.status().Annotate(fmt::format("start {}", n.info.name));
+  n.process = std::move(*child);
+  n.started = true;
+  n.paused = false;
+  n.exit_status.reset();
+  return Status::Ok();
+}
+
+void TestCluster::Kill(int i) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  n.process.KillAndReap();
+  n.exit_status = n.process.exit_status();
+  n.started = false;
+  n.paused = false;
+}
+
+Status TestCluster::Stop(int i, std::chrono::milliseconds timeout) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  n.started = false;
+  if (!n.process.Running()) {
+    n.exit_status = n.process.exit_status();
+    return Status::Ok();
+  }
+  if (n.paused) Resume(i);
+  n.process.Signal(SIGTERM);
+  std::optional<int> status = n.process.WaitExit(timeout);
+  if (!status) {
+    Kill(i);
+    return Status::Timeout(
+        fmt::format("{} did not exit within {} ms of SIGTERM", n.info.name, timeout.count()));
+  }
+  n.exit_status = status;
+  if (*status != 0) {
+    return Status::Aborted(fmt::format("{} exited with status {} after SIGTERM: {}", n.info.name,
+                                       *status, LogTail(i, 2048)));
+  }
+  return Status::Ok();
+}
+
+void TestCluster::Pause(int i) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  n.process.Signal(SIGSTOP);
+  n.paused = true;
+}
+
+void TestCluster::Resume(int i) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  n.process.Signal(SIGCONT);
+  n.paused = false;
+}
+
+bool TestCluster::IsRunning(int i) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  bool running = n.process.Running();
+  if (!running && !n.exit_status) n.exit_status = n.process.exit_status();
+  return running;
+}
+
+Status TestCluster::CheckAlive() {
+  for (int i = 0; i < size(); ++i) {
+    if (nodes_[static_cast<std::size_t>(i)].started && !IsRunning(i)) {
+      return Status::Aborted(fmt::format("{} exited on its own (status {}): {}", node(i).name,
+                                         ExitStatus(i).value_or(-1), LogTail(i, 2048)));
+    }
+  }
+  return Status::Ok();
+}
+
+std::shared_ptr<grpc::Channel> TestCluster::Channel(int i) {
+  std::lock_guard lock(channels_mu_);
+  auto& channel = channels_.at(static_cast<std::size_t>(i));
+  if (!channel) {
+    grpc::ChannelArguments args;
+    // Reconnect quickly after a node restarts (the default backoff grows to two minutes).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+    // Each channel its own connection, so tests can open distinct ones per node.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(16 << 20);
+    args.SetMaxSendMessageSize(16 << 20);
+    channel = grpc::CreateCustomChannel(node(i).client_address(),
+                                        grpc::InsecureChannelCredentials(), args);
+  }
+  return channel;
+}
+
+Result<etcdserverpb::StatusResponse> TestCluster::NodeStatus(int i,
+                                                             std::chrono::milliseconds timeout) {
+  auto stub = etcdserverpb::Maintenance::NewStub(Channel(i));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  etcdserverpb::StatusRequest request;
+  etcdserverpb::StatusResponse response;
+  grpc::Status s = stub->Status(&ctx, request, &response);
+  if (!s.ok()) {
+    return Status::Unavailable(fmt::format("Status on {}: {}", node(i).name, s.error_message()));
+  }
+  return response;
+}
+
+Result<HttpResponse> TestCluster::Http(int i, std::string_view path,
+                                       std::chrono::milliseconds timeout) const {
+  return HttpGet(node(i).metrics_port, path, timeout);
+}
+
+std::optional<int> TestCluster::AgreedLeader(std::optional<int> not_index) {
+  std::set<std::uint64_t> leaders;
+  for (int i = 0; i < size(); ++i) {
+    if (not_index == i || IsPaused(i) || !IsRunning(i)) continue;
+    Result<etcdserverpb::StatusResponse> st = NodeStatus(i, std::chrono::milliseconds(500));
+    if (!st.ok() || st->leader() == 0) return std::nullopt;
+    leaders.insert(st->leader());
+  }
+  if (leaders.size() != 1) return std::nullopt;
+  int leader = IndexOf(*leaders.begin());
+  if (leader < 0 || leader == not_index || IsPaused(leader) || !IsRunning(leader)) {
+    return std::nullopt;
+  }
+  return leader;
+}
+
+Result<int> TestCluster::WaitForLeader(std::chrono::milliseconds timeout,
+                                       std::optional<int> not_index) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (std::optional<int> leader = AgreedLeader(not_index)) return *leader;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(kPoll);
+  }
+  std::string seen;
+  for (int i = 0; i < size(); ++i) {
+    if (!IsRunning(i)) {
+      seen += fmt::format(" {}=down", node(i).name);
+      continue;
+    }
+    Result<etcdserverpb::StatusResponse> st = NodeStatus(i, std::chrono::milliseconds(500));
+    seen += st.ok()
+                ? fmt::format(" {}:leader={:x},term={}", node(i).name, st->leader(), st->raftterm())
+                : fmt::format(" {}:{}", node(i).name, st.status().message());
+  }
+  return Status::Timeout(fmt::format("no agreed leader within {} ms;{}", timeout.count(), seen));
+}
+
+Result<int> TestCluster::WaitHealthy(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last;
+  while (true) {
+    bool ready = true;
+    for (int i = 0; i < size() && ready; ++i) {
+      if (IsPaused(i)) continue;
+      if (!IsRunning(i)) {
+        // Started, never killed or stopped, and gone: no point in waiting.
+        EPOCH_RETURN_IF_ERROR(CheckAlive());
+        continue;
+      }
+      Result<HttpResponse> r = Http(i, "/ready", std::chrono::milliseconds(500));
+      ready = r.ok() && r->code == 200;
+      if (!ready) {
+        last = fmt::format("{} /ready: {}", node(i).name,
+                           r.ok() ? fmt::format("{} {}", r->code, r->body) : r.status().message());
+      }
+    }
+    if (ready) {
+      if (std::optional<int> leader = AgreedLeader(std::nullopt)) return *leader;
+      last = "the live nodes do not agree on a leader";
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(kPoll);
+  }
+  return Status::Timeout(fmt::format("not healthy within {} ms: {}", timeout.count(), last));
+}
+
+CommandResult TestCluster::Etcdctl(const std::vector<std::string>& args,
+                                   std::string_view stdin_data,
+                                   std::optional<std::string> endpoints,
+                                   std::chrono::milliseconds timeout) const {
+  return RunEtcdctl(endpoints ? *endpoints : Endpoints(), args, stdin_data, timeout);
+}
+
+std::string TestCluster::LogTail(int i, std::size_t bytes) const {
+  std::ifstream in(node(i).log_path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string all = ss.str();
+  return all.size() <= bytes ? all : all.substr(all.size() - bytes);
+}
+
+}  // namespace epoch::test
