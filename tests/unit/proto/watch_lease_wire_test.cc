@@ -163,7 +163,7 @@ TEST_CASE("Member and MemberList use etcd's field numbers", "[proto]") {
         "120170");
 }
 
-TEST_CASE("StatusResponse fields 2..10", "[proto]") {
+TEST_CASE("StatusResponse fields 2..13", "[proto]") {
   etcdserverpb::StatusResponse s;
   s.set_version("v");
   s.set_dbsize(3);
@@ -184,6 +184,19 @@ TEST_CASE("StatusResponse fields 2..10", "[proto]") {
         "420165"
         "4809"
         "5001");
+
+  // Later additions: storageVersion=11 (5a), dbSizeQuota=12 (60), downgradeInfo=13 (6a).
+  etcdserverpb::StatusResponse later;
+  later.set_storageversion("3");
+  later.set_dbsizequota(1);
+  later.mutable_downgradeinfo()->set_enabled(true);
+  later.mutable_downgradeinfo()->set_targetversion("v");
+  CHECK(WireHex(later) ==
+        "5a0133"
+        "6001"
+        "6a05"
+        "0801"
+        "120176");
 }
 
 TEST_CASE("SnapshotResponse: remaining_bytes=2 blob=3", "[proto]") {
