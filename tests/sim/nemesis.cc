@@ -300,8 +300,10 @@ void Simulation::InjectMembershipChange() {
     return;
   }
   raft::ProposeResult r = nodes_[leader]->ProposeConfChange(change);
-  Trace(fmt::format("leader {} proposes conf change {} node {}: {}", leader + 1,
-                    static_cast<int>(change.type), change.node, raft::ProposeErrorName(r.error)));
+  static constexpr const char* kVerb[] = {"?", "add learner", "promote", "remove"};
+  Trace(fmt::format("leader {} proposes: {} node {}: {}", leader + 1,
+                    kVerb[static_cast<int>(change.type)], change.node,
+                    raft::ProposeErrorName(r.error)));
   if (!r.ok()) return;
   ++faults_[static_cast<std::size_t>(FaultKind::kMembershipChange)];
   if (joining >= 0) {
