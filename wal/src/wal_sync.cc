@@ -40,16 +40,17 @@ void Wal::SyncLoop() {
         status = Health();
       }
     }
-    for (DurableCallback& done : batch->callbacks) {
-      if (done) done(status);
-    }
-    if (!status.ok()) continue;
-    {
+    if (status.ok()) {
+      // Before the callbacks, so that a caller who saw its callback also sees the stats.
       std::lock_guard lock(mu_);
       stats_.requests += batch->callbacks.size();
       stats_.max_frame_requests =
           std::max<std::uint64_t>(stats_.max_frame_requests, batch->callbacks.size());
     }
+    for (DurableCallback& done : batch->callbacks) {
+      if (done) done(status);
+    }
+    if (!status.ok()) continue;
     if (batch->snapshot_index) CompactSegments(*batch->snapshot_index);
   }
 }

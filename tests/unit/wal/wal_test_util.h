@@ -92,6 +92,15 @@ inline Status SnapshotDurably(Wal& wal, const raft::SnapshotMeta& meta) {
   return cb.Statuses().front();
 }
 
+// Returns once everything submitted before it is durable and the sync thread has finished the
+// work that follows those batches (e.g. deleting compacted segments).
+inline Status Barrier(Wal& wal) {
+  Callbacks cb;
+  wal.Sync(cb.Make());
+  if (!cb.Wait(1)) return Status::Timeout("no barrier callback");
+  return cb.Statuses().front();
+}
+
 inline std::vector<raft::Entry> ReadAll(const Wal& wal) {
   if (wal.LastIndex() < wal.FirstIndex()) return {};
   return wal.Entries(wal.FirstIndex(), wal.LastIndex() + 1, UINT64_MAX);
