@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Epoch vs etcd on this machine, same load generator, one command:
+#
+#   bench/kv/compare.sh
+#
+# Builds epochd and epoch_bench if needed, then, one system at a time (so the idle one takes no
+# CPU), starts a local 3-node cluster, runs the matrix below against it, and stops it by PID:
+#   epoch: deploy/local-cluster.sh (client ports 22379/22389/22399);
+#   etcd:  /usr/bin/etcd, default settings (fsync on, heartbeat 100 ms, election 1000 ms),
+#          client ports 32379/32389/32399, peer ports 32380/32390/32400.
+# Data dirs and logs live in $BENCH_DIR (default /tmp/epoch-bench.XXXX, kept for inspection).
+# Prints one table with both results and the ratios epoch/etcd.
+#
+# Environment (all optional):
+#   EPOCH_BUILD_DIR   build dir holding server/epochd and bench/kv/epoch_bench (build/release)
+#   BENCH_DURATION    measured seconds per cell (8)       BENCH_WARMUP   warm-up seconds (2)
+#   BENCH_TARGET      all | leader: where the multi-client cells send (all). The single-client
+#                     put always goes to the leader, for both systems, so neither pays a forward
+#                     hop the other does not.
+#   BENCH_CONNS       gRPC connections for the multi-client cells (12: 4 per member with "all")
+#   BENCH_THREADS     client completion-queue threads (2)
+#   BENCH_KEYS        key space (1000)                    BENCH_VALUE    value bytes (256)
+#   BENCH_SYSTEMS     "epoch etcd" (default), or just one of them
+#   BENCH_CELLS       subset of cell names to run (default: all, see `cells` below)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${EPOCH_BUILD_DIR:-$root/build/release}
+duration=${BENCH_DURATION:-8}
+warmup=${BENCH_WARMUP:-2}
+target=${BENCH_TARGET:-all}
+conns=${BENCH_CONNS:-12}
+threads=${BENCH_THREADS:-2}
+keys=${BENCH_KEYS:-1000}
+value=${BENCH_VALUE:-256}
+systems=${BENCH_SYSTEMS:-epoch etcd}
+dir=${BENCH_DIR:-$(mktemp -d /tmp/epoch-bench.XXXX)}
+export ETCDCTL_API=3
+
+# name | workload | clients | conns | target | extra flags
+cells=(
+  "get-lin-256|get|256|$conns|$target|"
+  "get-ser-256|get-serializable|256|$conns|$target|"
+  "put-256|put|256|$conns|$target|--no-prefill"
+  "put-1|put|1|1|leader|--no-prefill"
+  "cas-mod-64|txn-cas-mod|64|$conns|$target|"
+  "cas-value-64|txn-cas-value|64|$conns|$target|"
+)
+if [ -n "${BENCH_CELLS:-}" ]; then
+  wanted=" $BENCH_CELLS "
+  kept=()
+  for c in "${cells[@]}"; do [[ "$wanted" == *" ${c%%|*} "* ]] && kept+=("$c"); done
+  cells=("${kept[@]}")
+fi
+
+command -v jq >/dev/null || { echo "compare.sh needs jq" >&2; exit 2; }
+command -v etcd >/dev/null || { echo "compare.sh needs etcd (Debian etcd-server)" >&2; exit 2; }
+
+# ---- build what is missing ----
+if [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" --target epochd epoch_bench -j2 >/dev/null
+epochd=$build/server/epochd
+bench=$build/bench/kv/epoch_bench
+
+# ---- clusters ----
+epoch_env=(EPOCHD="$epochd" EPOCH_CLUSTER_DIR="$dir/epoch" EPOCH_BASE_PORT=22379 EPOCH_NODES=3)
+epoch_endpoints=127.0.0.1:22379,127.0.0.1:22389,127.0.0.1:22399
+etcd_endpoints=127.0.0.1:32379,127.0.0.1:32389,127.0.0.1:32399
+
+start_epoch() { env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" start; }
+stop_epoch() { env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" stop || true; }
+
+start_etcd() {
+  mkdir -p "$dir/etcd"
+  local peers="" i
+  for i in 0 1 2; do peers+="${peers:+,}e$((i + 1))=http://127.0.0.1:$((32380 + 10 * i))"; done
+  for i in 0 1 2; do
+    local cp=$((32379 + 10 * i)) pp=$((32380 + 10 * i))
+    etcd --name "e$((i + 1))" --data-dir "$dir/etcd/e$((i + 1))" \
+      --listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
+      --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+      --initial-cluster "$peers" --initial-cluster-token epoch-bench --initial-cluster-state new \
+      >>"$dir/etcd/e$((i + 1)).log" 2>&1 &
+    echo $! >"$dir/etcd/e$((i + 1)).pid"
+  done
+  local deadline=$((SECONDS + 30))
+  until etcdctl --endpoints="$etcd_endpoints" endpoint health >/dev/null 2>&1; do
+    if ((SECONDS > deadline)); then echo "etcd cluster not healthy in 30 s; logs in $dir/etcd" >&2; return 1; fi
+    sleep 0.2
+  done
+  echo "etcd cluster of 3 started: endpoints $etcd_endpoints; data and logs in $dir/etcd"
+}
+
+stop_etcd() {
+  local f pid
+  for f in "$dir"/etcd/e*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || true
+    # wait (bounded) so the next system does not share the CPU with a dying one
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$f"
+  done
+}
+
+cleanup() { stop_epoch; stop_etcd; }
+trap cleanup EXIT
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# ---- the matrix ----
+results=$dir/results.jsonl
+: >"$results"
+
+run_matrix() {  # system endpoints
+  local system=$1 endpoints=$2 c name workload clients cn tgt extra out
+  for c in "${cells[@]}"; do
+    IFS='|' read -r name workload clients cn tgt extra <<<"$c"
+    echo "-- $system $name: $workload, $clients clients, $cn conns, target $tgt" >&2
+    # shellcheck disable=SC2086
+    out=$("$bench" --endpoints "$endpoints" --workload "$workload" --clients "$clients" \
+      --conns "$cn" --threads "$threads" --target "$tgt" --duration "$duration" --warmup "$warmup" \
+      --keys "$keys" --value-size "$value" --key-prefix "bench/$name/" --label "$system/$name" \
+      --json $extra 2>>"$dir/$system-bench.log") || true
+    if [ -n "$out" ]; then
+      echo "$out" | jq -c --arg s "$system" --arg c "$name" '. + {system: $s, cell: $c}' >>"$results"
+      echo "$out" | jq -r '"   \(.ops_per_sec|floor) ops/s  p50 \(.p50_ms) ms  p99 \(.p99_ms) ms  errors \(.errors)"' >&2
+    else
+      echo "   FAILED (see $dir/$system-bench.log)" >&2
+    fi
+  done
+}
+
+for s in $systems; do
+  case $s in
+    epoch) start_epoch; run_matrix epoch "$epoch_endpoints"; stop_epoch ;;
+    etcd) start_etcd; run_matrix etcd "$etcd_endpoints"; stop_etcd ;;
+    *) echo "unknown system $s" >&2; exit 2 ;;
+  esac
+done
+
+# ---- the table ----
+echo
+echo "Epoch vs etcd $(etcd --version | head -1 | awk '{print $3}'), 3 nodes each on 127.0.0.1, $(nproc) cores," \
+  "${duration}s per cell after ${warmup}s warm-up, $keys keys, ${value}B values, client threads $threads."
+echo "Multi-client cells send to: $target endpoints ($conns connections); put-1 sends to the leader."
+jq -rs '
+  def cell($c; $s): (map(select(.cell == $c and .system == $s)) | .[0]);
+  def r($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 100 | round / 100 | tostring) else "-" end;
+  def n($x): if $x == null then "-" else ($x | tostring) end;
+  def ms($x): if $x == null then "-" else ($x * 100 | round / 100 | tostring) end;
+  ["cell", "epoch ops/s", "etcd ops/s", "ratio", "epoch p50/p99/p99.9 ms", "etcd p50/p99/p99.9 ms",
+   "p50 ratio", "p99 ratio", "errors e/etcd"],
+  (map(.cell) | reduce .[] as $c ([]; if index([$c]) then . else . + [$c] end))[] as $c |
+  cell($c; "epoch") as $e | cell($c; "etcd") as $d |
+  [$c, n($e.ops_per_sec | if . then floor else null end), n($d.ops_per_sec | if . then floor else null end),
+   r($e.ops_per_sec; $d.ops_per_sec),
+   "\(ms($e.p50_ms)) / \(ms($e.p99_ms)) / \(ms($e.p999_ms))",
+   "\(ms($d.p50_ms)) / \(ms($d.p99_ms)) / \(ms($d.p999_ms))",
+   r($e.p50_ms; $d.p50_ms), r($e.p99_ms; $d.p99_ms), "\(n($e.errors)) / \(n($d.errors))"]
+  | @tsv' "$results" | column -t -s $'\t'
+echo "(ratio = epoch/etcd: above 1 is better for throughput, below 1 is better for latency)"
+echo
+echo "Issue 5 targets:"
+jq -rs '
+  def cell($c; $s): (map(select(.cell == $c and .system == $s)) | .[0]);
+  def ok($b): if $b then "met" else "MISSED" end;
+  def chk($name; $e; $d; f):
+    if ($e == null or $d == null) then "  \($name): not measured" else "  \($name): \(f)" end;
+  cell("get-lin-256"; "epoch") as $ge | cell("get-lin-256"; "etcd") as $gd |
+  cell("put-256"; "epoch") as $pe | cell("put-256"; "etcd") as $pd |
+  cell("put-1"; "epoch") as $oe | cell("put-1"; "etcd") as $od |
+  chk("linearizable get >= 2x etcd and >= 18000/s at 256 clients"; $ge; $gd;
+      "\($ge.ops_per_sec|floor)/s = \($ge.ops_per_sec / $gd.ops_per_sec * 100 | round / 100)x -> \(ok($ge.ops_per_sec >= 2 * $gd.ops_per_sec and $ge.ops_per_sec >= 18000))"),
+  chk("put >= 1.5x etcd at 256 clients"; $pe; $pd;
+      "\($pe.ops_per_sec / $pd.ops_per_sec * 100 | round / 100)x -> \(ok($pe.ops_per_sec >= 1.5 * $pd.ops_per_sec))"),
+  (map(.cell) | unique[]) as $c | cell($c; "epoch") as $e | cell($c; "etcd") as $d |
+  chk("p99 not worse than etcd (\($c))"; $e; $d;
+      "\($e.p99_ms * 100 | round / 100) vs \($d.p99_ms * 100 | round / 100) ms -> \(ok($e.p99_ms <= $d.p99_ms))"),
+  chk("single-client put p50 below etcd"; $oe; $od;
+      "\($oe.p50_ms * 1000 | round / 1000) vs \($od.p50_ms * 1000 | round / 1000) ms -> \(ok($oe.p50_ms < $od.p50_ms))")
+' "$results"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every number)"
+echo "raw results: $results; client logs: $dir/*-bench.log; cluster logs: $dir/epoch, $dir/etcd"

@@ -1,0 +1,176 @@
+// epoch_bench: a closed-loop load generator for the etcd v3 KV API (Epoch or etcd).
+//
+//   epoch_bench --endpoints 127.0.0.1:2379,127.0.0.1:2389 --workload get --clients 256
+//               --conns 12 --duration 8 --warmup 2 [--target leader] [--json]
+//
+// Phases: connect every channel; prefill (put every key once, unless --no-prefill); the measured
+// run (warm-up, then the window). Prints a human report (stderr with --json) and, with --json, one
+// JSON line on stdout. Exit status 0 on a run without errors, 1 when any RPC failed, 2 on bad flags
+// or when the cluster could not be reached.
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "epoch/status.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+#include "load_runner.h"
+#include "report.h"
+#include "workload.h"
+
+namespace epoch::bench {
+namespace {
+
+struct Flags {
+  std::string endpoints = "127.0.0.1:2379";
+  std::string workload = "get";
+  std::string target = "all";
+  std::string label;
+  double duration_s = 5;
+  double warmup_s = 1;
+  double rpc_timeout_s = 5;
+  bool no_prefill = false;
+  bool json = false;
+};
+
+std::vector<std::string> SplitEndpoints(const std::string& csv) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= csv.size()) {
+    std::size_t comma = csv.find(',', pos);
+    if (comma == std::string::npos) comma = csv.size();
+    std::string ep = csv.substr(pos, comma - pos);
+    for (const char* scheme : {"http://", "https://"}) {
+      if (ep.starts_with(scheme)) ep.erase(0, std::string_view(scheme).size());
+    }
+    if (!ep.empty()) out.push_back(ep);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+
+// The endpoint whose member is the Raft leader, by Maintenance.Status (leader == member_id),
+// which both etcd and Epoch serve.
+Result<std::string> FindLeader(const std::vector<std::string>& endpoints) {
+  std::string errors;
+  for (const std::string& ep : endpoints) {
+    auto stub = etcdserverpb::Maintenance::NewStub(
+        grpc::CreateChannel(ep, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    etcdserverpb::StatusResponse resp;
+    const grpc::Status s = stub->Status(&ctx, etcdserverpb::StatusRequest(), &resp);
+    if (!s.ok()) {
+      errors += fmt::format(" {}: {};", ep, s.error_message());
+      continue;
+    }
+    if (resp.leader() != 0 && resp.leader() == resp.header().member_id()) return ep;
+  }
+  return Status::Unavailable("no endpoint reports itself as leader;" + errors);
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+void AddFlags(CLI::App& app, Flags& f, LoadOptions& o) {
+  app.add_option("--endpoints", f.endpoints, "Comma-separated host:port list (http:// allowed)");
+  app.add_option("--workload", f.workload, fmt::format("One of: {}", WorkloadNames()));
+  app.add_option("--clients", o.clients, "Concurrent outstanding requests")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--conns", o.connections, "gRPC connections, spread round-robin over endpoints")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--threads", o.threads, "Completion-queue threads of this client")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--duration", f.duration_s, "Measured seconds")->check(CLI::Range(0.1, 600.0));
+  app.add_option("--warmup", f.warmup_s, "Seconds of load before measuring")
+      ->check(CLI::Range(0.0, 120.0));
+  app.add_option("--rpc-timeout", f.rpc_timeout_s, "Per-request deadline, seconds")
+      ->check(CLI::Range(0.01, 60.0));
+  app.add_option("--keys", o.key_count, "Number of distinct keys (uniformly chosen)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{10'000'000}));
+  app.add_option("--key-prefix", o.key_prefix, "Prefix of every key");
+  app.add_option("--value-size", o.value_size_bytes, "Value size in bytes (>= 16 for CAS)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}));
+  app.add_option("--target", f.target, "all: every endpoint; leader: only the Raft leader's")
+      ->check(CLI::IsMember({"all", "leader"}));
+  app.add_option("--seed", o.seed, "Seed of key choice and values");
+  app.add_option("--label", f.label, "Free text echoed in the output");
+  app.add_flag("--no-prefill", f.no_prefill, "Do not put every key before the run");
+  app.add_flag("--json", f.json, "One JSON line on stdout (the human report goes to stderr)");
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"epoch_bench: etcd v3 KV load generator (put, get, serializable get, txn CAS)"};
+  Flags f;
+  LoadOptions o;
+  AddFlags(app, f, o);
+  CLI11_PARSE(app, argc, argv);
+
+  const std::optional<Workload> w = ParseWorkload(f.workload);
+  if (!w) {
+    fmt::print(stderr, "unknown --workload '{}'; one of: {}\n", f.workload, WorkloadNames());
+    return 2;
+  }
+  o.workload = *w;
+  o.warmup = Millis(f.warmup_s);
+  o.duration = Millis(f.duration_s);
+  o.rpc_timeout = Millis(f.rpc_timeout_s);
+  if (IsCas(o.workload) && o.value_size_bytes < 16) o.value_size_bytes = 16;
+  std::vector<std::string> endpoints = SplitEndpoints(f.endpoints);
+  if (endpoints.empty()) {
+    fmt::print(stderr, "--endpoints is empty\n");
+    return 2;
+  }
+  if (f.target == "leader") {
+    Result<std::string> leader = FindLeader(endpoints);
+    if (!leader.ok()) {
+      fmt::print(stderr, "{}\n", leader.status().ToString());
+      return 2;
+    }
+    endpoints = {*leader};
+  }
+  o.endpoints = endpoints;
+  const RunDescription desc{f.label, f.target, Join(endpoints)};
+  std::FILE* human = f.json ? stderr : stdout;
+
+  Connections conns(endpoints, o.connections);
+  std::string failed;
+  if (!conns.WaitConnected(std::chrono::seconds(10), &failed)) {
+    fmt::print(stderr, "could not connect to {} within 10 s\n", failed);
+    return 2;
+  }
+  std::vector<std::int64_t> mod_revisions;
+  if (!f.no_prefill) {
+    LoadResult p = RunPrefill(o, conns, &mod_revisions);
+    fmt::print(human, "prefill: {} keys in {:.2f} s, errors {}\n", p.ops, p.window_seconds,
+               p.errors);
+    if (p.errors > 0) {
+      for (const auto& [code, e] : p.errors_by_code) {
+        fmt::print(stderr, "prefill error code {}: {} times, first: {}\n", code, e.count,
+                   e.first_message);
+      }
+      return 2;
+    }
+  }
+  const LoadResult r = RunLoad(o, conns, mod_revisions);
+  fmt::print(human, "{}", HumanReport(o, desc, r));
+  if (f.json) fmt::print("{}\n", JsonReport(o, desc, r));
+  std::fflush(stdout);
+  return r.errors == 0 && r.malformed_replies == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace epoch::bench
+
+int main(int argc, char** argv) { return epoch::bench::Main(argc, argv); }
