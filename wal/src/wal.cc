@@ -209,6 +209,15 @@ Status Wal::SaveHardState(const raft::HardState& hard_state, DurableCallback don
 }
 
 Status Wal::SaveSnapshot(const raft::SnapshotMeta& meta, DurableCallback done) {
+  return SubmitSnapshot(meta, /*force_discard=*/false, std::move(done));
+}
+
+Status Wal::InstallSnapshot(const raft::SnapshotMeta& meta, DurableCallback done) {
+  return SubmitSnapshot(meta, /*force_discard=*/true, std::move(done));
+}
+
+Status Wal::SubmitSnapshot(const raft::SnapshotMeta& meta, bool force_discard,
+                           DurableCallback done) {
   std::lock_guard lock(mu_);
   if (closing_) return Status::FailedPrecondition("wal is closed");
   if (!failed_.ok()) return Submit({}, 0, {}, std::move(done), std::nullopt);
@@ -216,7 +225,8 @@ Status Wal::SaveSnapshot(const raft::SnapshotMeta& meta, DurableCallback done) {
     return Status::InvalidArgument(fmt::format("snapshot {} is older than the current one at {}",
                                                meta.index, model_->snapshot().index));
   }
-  const format::SnapshotRecord record{meta, !model_->SnapshotMatchesLog(meta)};
+  // Raft §7: keep the log after the snapshot only if it holds meta.index with meta.term.
+  const format::SnapshotRecord record{meta, force_discard || !model_->SnapshotMatchesLog(meta)};
   std::string encoded;
   format::AppendSnapshotRecord(&encoded, record);
   const Status s = model_->ApplySnapshot(record);

@@ -38,7 +38,7 @@ struct RefLog {
 };
 
 struct Op {
-  enum class Kind : std::uint8_t { kAppend, kSnapshot };
+  enum class Kind : std::uint8_t { kAppend, kSnapshot, kInstall };
   Kind kind = Kind::kAppend;
   std::vector<raft::Entry> entries;
   std::optional<raft::HardState> hs;
@@ -46,6 +46,12 @@ struct Op {
 };
 
 inline void ApplyOp(RefLog& log, const Op& op) {
+  if (op.kind == Op::Kind::kInstall) {  // a snapshot from the leader: the log goes
+    log.entries.clear();
+    log.first = op.meta.index + 1;
+    log.snap = op.meta;
+    return;
+  }
   if (op.kind == Op::Kind::kSnapshot) {
     const raft::SnapshotMeta& m = op.meta;
     const bool keeps = log.TermAt(m.index) == std::optional<Term>(m.term);
@@ -121,6 +127,7 @@ inline std::string CheckPrefix(const RefLog& start, const std::vector<Op>& ops, 
 
 inline Status SubmitOp(Wal& wal, const Op& op, DurableCallback done) {
   if (op.kind == Op::Kind::kSnapshot) return wal.SaveSnapshot(op.meta, std::move(done));
+  if (op.kind == Op::Kind::kInstall) return wal.InstallSnapshot(op.meta, std::move(done));
   return wal.Append(op.entries, op.hs, std::move(done));
 }
 
@@ -185,12 +192,19 @@ class Workload {
       op.kind = Op::Kind::kSnapshot;
       const LogIndex at = state_.snap.index + 1 + Uniform(last - state_.snap.index);
       op.meta = raft::SnapshotMeta{at, *state_.TermAt(at), {{NodeId(1), NodeId(2)}, {}}};
-    } else {
-      // A snapshot from a leader, past our log: the whole log goes (Raft §7).
+    } else if (Uniform(2) == 0) {
+      // A local snapshot past our log: the whole log goes (Raft §7).
       op.kind = Op::Kind::kSnapshot;
       op.meta = raft::SnapshotMeta{last + 1 + Uniform(5),
                                    Term(CurrentTerm().value() + 1),
                                    {{NodeId(1), NodeId(2), NodeId(3)}, {NodeId(4)}}};
+    } else {
+      // A snapshot installed from the leader, anywhere from our snapshot on: the log goes.
+      op.kind = Op::Kind::kInstall;
+      const LogIndex at = state_.snap.index + Uniform(last - state_.snap.index + 6);
+      op.meta = raft::SnapshotMeta{at,
+                                   state_.TermAt(at).value_or(Term(CurrentTerm().value() + 1)),
+                                   {{NodeId(2), NodeId(3)}, {}}};
     }
     return op;
   }

@@ -172,6 +172,23 @@ TEST_CASE("wal: a snapshot matching the log keeps the suffix; a newer one discar
   CHECK(wal->LastIndex() == LogIndex(22));
 }
 
+TEST_CASE("wal: an installed snapshot discards the log even where it matches", "[wal]") {
+  SimFileSystem fs;
+  {
+    auto wal = OpenOk(fs);
+    REQUIRE(AppendDurably(*wal, MakeEntries(1, 8, 1)).ok());
+    Callbacks cb;
+    REQUIRE(wal->InstallSnapshot(raft::SnapshotMeta{LogIndex(4), Term(1), {}}, cb.Make()).ok());
+    REQUIRE(cb.Wait(1));
+    CHECK(wal->FirstIndex() == LogIndex(5));
+    CHECK(wal->LastIndex() == LogIndex(4));
+    REQUIRE(AppendDurably(*wal, MakeEntries(5, 6, 2)).ok());
+  }
+  auto wal = OpenOk(fs);
+  CHECK(wal->LastSnapshot().index == LogIndex(4));
+  CHECK(ReadAll(*wal) == MakeEntries(5, 6, 2));
+}
+
 TEST_CASE("wal: segments roll over and compaction deletes whole covered segments", "[wal]") {
   SimFileSystem fs;
   const raft::HardState hs{Term(1), NodeId(1), LogIndex(150)};

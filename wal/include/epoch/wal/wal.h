@@ -5,13 +5,13 @@
 // snapshot metadata) and hands it to the Raft core as the core's raft::LogReader. The benchmark
 // appends from many threads.
 //
-// Durability model: Append / SaveHardState / SaveSnapshot validate, update the in-memory log at
-// once (so LastIndex(), TermAt() and Entries() see the new state immediately) and queue the
-// records; they never block on the disk. A background sync thread writes everything queued as
-// one frame with one pwrite and one fdatasync (group commit) and only then calls the requests'
-// DurableCallbacks, in submission order. So the driver keeps stepping the Raft core while a sync
-// is in flight, and sends what depends on durability (votes, append acks, its own match index)
-// from the callback.
+// Durability model: Append / SaveHardState / SaveSnapshot / InstallSnapshot validate, update the
+// in-memory log at once (so LastIndex(), TermAt() and Entries() see the new state immediately) and
+// queue the records; they never block on the disk. A background sync thread writes everything
+// queued as one frame with one pwrite and one fdatasync (group commit) and only then calls the
+// requests' DurableCallbacks, in submission order. So the driver keeps stepping the Raft core while
+// a sync is in flight, and sends what depends on durability (votes, append acks, its own match
+// index) from the callback.
 //
 // Fail-stop: if a write, fdatasync, rename or directory sync fails, the WAL enters a failed state
 // for good (an fsync is never retried: after a failed fdatasync the kernel may have dropped the
@@ -123,11 +123,15 @@ class Wal final : public raft::LogReader {
   [[nodiscard]] Status Append(std::vector<raft::Entry> entries,
                               std::optional<raft::HardState> hard_state, DurableCallback done);
   [[nodiscard]] Status SaveHardState(const raft::HardState& hard_state, DurableCallback done);
-  // Records a snapshot: FirstIndex() becomes meta.index + 1. The log after meta.index is kept if
-  // it has an entry at meta.index with meta.term, otherwise discarded (Raft §7). Once durable,
-  // whole segments holding only entries <= meta.index are deleted. InvalidArgument if meta is
-  // older than the current snapshot.
+  // Records a snapshot taken locally (log compaction): FirstIndex() becomes meta.index + 1. The
+  // log after meta.index is kept if it has an entry at meta.index with meta.term, otherwise
+  // discarded (Raft §7). Once durable, whole segments holding only entries <= meta.index are
+  // deleted. InvalidArgument if meta is older than the current snapshot.
   [[nodiscard]] Status SaveSnapshot(const raft::SnapshotMeta& meta, DurableCallback done);
+  // Records a snapshot received from the leader (Ready::snapshot), whose data the driver has
+  // already installed: the whole log is discarded, whatever it holds, and the next entry is
+  // meta.index + 1 (as raft::MemoryLog::ApplySnapshot and etcd's MemoryStorage do).
+  [[nodiscard]] Status InstallSnapshot(const raft::SnapshotMeta& meta, DurableCallback done);
   // `done` runs once everything requested before it is durable.
   void Sync(DurableCallback done);
 
@@ -162,6 +166,8 @@ class Wal final : public raft::LogReader {
 
   Wal(FileSystem& fs, std::string dir, Options options);
   [[nodiscard]] Status Recover();
+  [[nodiscard]] Status SubmitSnapshot(const raft::SnapshotMeta& meta, bool force_discard,
+                                      DurableCallback done);
   [[nodiscard]] Status Submit(std::string records, std::uint32_t record_count,
                               std::vector<Placement> placements, DurableCallback done,
                               std::optional<LogIndex> snapshot_index);
