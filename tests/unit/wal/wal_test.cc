@@ -140,7 +140,7 @@ TEST_CASE("wal: entries larger than entry_bytes_max are refused", "[wal]") {
   CHECK(AppendDurably(*wal, {MakeEntry(1, 1, 64)}).ok());
 }
 
-TEST_CASE("wal: a snapshot matching the log keeps the suffix; a newer one discards the log",
+TEST_CASE("wal: a snapshot matching the log keeps the suffix, a newer one discards the log",
           "[wal]") {
   SimFileSystem fs;
   const raft::SnapshotMeta keep{LogIndex(4), Term(1), {{NodeId(1), NodeId(2)}, {}}};
