@@ -33,7 +33,8 @@ RaftDriver::~RaftDriver() = default;
 
 void RaftDriver::Start() {
   asio::post(strand_, [this] {
-    next_tick_ = std::chrono::steady_clock::now() + options_.tick;
+    tick_epoch_ = Now();
+    next_tick_ = tick_epoch_ + options_.tick;
     PublishStatus();
     ScheduleTick();
     MaybeHandleReady();
@@ -51,7 +52,8 @@ void RaftDriver::Stop() {
 }
 
 void RaftDriver::ScheduleTick() {
-  tick_timer_.expires_at(next_tick_);
+  // Relative wait: Now() may be a test clock that is not the timer's own.
+  tick_timer_.expires_after(std::max(next_tick_ - Now(), std::chrono::steady_clock::duration(0)));
   tick_timer_.async_wait([this](std::error_code ec) {
     if (ec || stopped_) return;
     OnTick();
@@ -59,16 +61,33 @@ void RaftDriver::ScheduleTick() {
 }
 
 void RaftDriver::OnTick() {
-  // Tick at a fixed rate on the monotonic clock. When the loop fell behind by more than a few
-  // ticks (a pause), do not replay the missed ticks in a burst: Raft tolerates a slow clock, and
-  // catching up would fire election timers all at once.
-  auto now = std::chrono::steady_clock::now();
-  node_->Tick();
-  next_tick_ += options_.tick;
-  if (next_tick_ + 3 * options_.tick < now) next_tick_ = now + options_.tick;
+  CatchUpTicks();
   MaybeHandleReady();
   PublishStatus();
+  next_tick_ += options_.tick;
+  auto now = Now();
+  if (next_tick_ < now) next_tick_ = now + options_.tick;
   ScheduleTick();
+}
+
+// The core's tick count must never fall behind the monotonic clock by more than a tick: the
+// leader lease is measured in ticks, so a leader whose loop was paused (SIGSTOP, a stall, a late
+// timer) would otherwise believe in a lease that expired in real time (DESIGN.md §4). Missed
+// ticks are therefore replayed before the timer's own tick and before every lease decision.
+// Replaying is capped: after max election timeout + jitter + 1 ticks every timer and the lease
+// have run out, and further ticks change nothing but would flood the peers with heartbeats.
+void RaftDriver::CatchUpTicks() {
+  auto due = static_cast<std::int64_t>((Now() - tick_epoch_) / options_.tick);
+  std::int64_t missing = due - ticks_done_;
+  if (missing <= 0) return;
+  const std::int64_t cap = options_.raft.max_election_timeout_ticks +
+                           options_.raft.election_jitter_ticks + 1;
+  for (std::int64_t i = 0; i < std::min(missing, cap); ++i) node_->Tick();
+  ticks_done_ = due;
+}
+
+std::chrono::steady_clock::time_point RaftDriver::Now() const {
+  return options_.clock ? options_.clock() : std::chrono::steady_clock::now();
 }
 
 void RaftDriver::Propose(v1::InternalRequest request, ProposeCallback done) {
@@ -116,7 +135,9 @@ void RaftDriver::ReadIndex(ReadCallback done) {
   asio::post(strand_, [this, done = std::move(done)]() mutable {
     if (stopped_) return done(Stopping());
     // Lease path without waiting for a Ready round trip (which may sit behind an fsync): while
-    // the lease is valid, the commit index is a safe read index (DESIGN.md §2).
+    // the lease is valid, the commit index is a safe read index (DESIGN.md §2). The tick count is
+    // brought up to date first, so a pause of this process cannot stretch the lease.
+    CatchUpTicks();
     if (node_->LeaseValid()) {
       ++counters_.lease_reads;
       reads_waiting_apply_.push_back({node_->commit_index(), std::move(done)});

@@ -103,6 +103,9 @@ class Cluster {
       opts.raft.id = NodeId(i);
       opts.tick = 2ms;
       opts.seed = static_cast<std::uint64_t>(i);
+      opts.clock = [m = node.get()] {
+        return std::chrono::steady_clock::now() + std::chrono::milliseconds(m->clock_offset_ms.load());
+      };
       opts.on_fatal = [m = node.get()](const Status& s) {
         std::lock_guard lock(m->mu);
         m->fatal = s;
@@ -130,6 +133,7 @@ class Cluster {
     std::unique_ptr<RaftDriver> driver;
     std::mutex mu;
     std::optional<Status> fatal;
+    std::atomic<std::int64_t> clock_offset_ms{0};  // a jump simulates a pause of the process
   };
 
   Member& member(NodeId id) { return *members_[id.value() - 1]; }
@@ -264,6 +268,41 @@ TEST_CASE("driver: leadership transfer moves the leader", "[server][driver]") {
   }
   CHECK(c.WaitForLeader() == target);
   CHECK(c.Put(target, "k", "v2").first.ok());
+}
+
+// Regression: the driver used to skip the ticks it missed while its loop was paused, so after a
+// pause (SIGSTOP, a stall) the leader still counted its lease as valid although it had expired in
+// real time and another leader could have been elected.
+TEST_CASE("driver: a leader whose process was paused does not serve reads from its lease",
+          "[server][driver]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  // Reads on a settled leader go through the lease.
+  std::uint64_t lease_reads = 0;
+  for (int i = 0; i < 50 && lease_reads == 0; ++i) {
+    REQUIRE(c.Read(leader).ok());
+    lease_reads = c.member(leader).driver->status().lease_reads;
+  }
+  REQUIRE(lease_reads > 0);
+  // Everything runs on one io_context thread; hold it so no tick fires, then move the leader's
+  // clock 10 s ahead: to the leader it is as if its process had been stopped for 10 s.
+  std::promise<void> hold_started;
+  std::promise<void> release;
+  c.member(leader).driver->Post([&] {
+    hold_started.set_value();
+    release.get_future().wait();
+  });
+  hold_started.get_future().wait();
+  c.member(leader).clock_offset_ms = 10000;
+  release.set_value();
+  Status read = c.Read(leader);
+  // The read may succeed through ReadIndex or fail (the leader may have stepped down), but the
+  // expired lease must not have served it.
+  (void)read;
+  c.member(leader).driver->Post([] {});
+  CHECK(c.member(leader).driver->status().lease_reads == lease_reads);
 }
 
 TEST_CASE("driver: a persist failure is fail-stop", "[server][driver]") {

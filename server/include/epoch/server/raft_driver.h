@@ -49,6 +49,8 @@ struct RaftDriverOptions {
   std::uint64_t seed = 0;
   // Called instead of std::abort() when the log fails (tests observe it).
   std::function<void(const Status&)> on_fatal;
+  // The monotonic clock ticks are derived from; tests substitute one that can jump (a pause).
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 // A consistent copy of the node's state for status endpoints and leader routing.
@@ -110,6 +112,8 @@ class RaftDriver {
 
   void ScheduleTick();
   void OnTick();
+  void CatchUpTicks();
+  [[nodiscard]] std::chrono::steady_clock::time_point Now() const;
   void FlushProposals();
   void MaybeHandleReady();
   void AfterPersist(const std::shared_ptr<raft::Ready>& ready, const Status& status);
@@ -135,6 +139,10 @@ class RaftDriver {
   bool stopped_ = false;
   bool ready_in_flight_ = false;  // Invariant: at most one Ready between GetReady and Advance.
   std::chrono::steady_clock::time_point next_tick_;
+  // Ticks are counted from tick_epoch_: the core has been ticked ticks_done_ times (or told so,
+  // after a capped catch-up), and tick number k is due at tick_epoch_ + k * tick.
+  std::chrono::steady_clock::time_point tick_epoch_;
+  std::int64_t ticks_done_ = 0;
   std::vector<std::pair<v1::InternalRequest, ProposeCallback>> proposal_batch_;
   bool flush_scheduled_ = false;
   std::map<LogIndex, PendingProposal> pending_proposals_;  // by log index
