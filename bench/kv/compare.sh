@@ -57,10 +57,14 @@ command -v jq >/dev/null || { echo "compare.sh needs jq" >&2; exit 2; }
 command -v etcd >/dev/null || { echo "compare.sh needs etcd (Debian etcd-server)" >&2; exit 2; }
 
 # ---- build what is missing ----
+mkdir -p "$dir"
 if [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$dir/build.log" 2>&1 ||
+    { tail -30 "$dir/build.log" >&2; exit 2; }
 fi
-cmake --build "$build" --target epochd epoch_bench -j2 >/dev/null
+echo "building epochd and epoch_bench in $build (log: $dir/build.log)" >&2
+cmake --build "$build" --target epochd epoch_bench -j2 >>"$dir/build.log" 2>&1 ||
+  { tail -30 "$dir/build.log" >&2; echo "build failed" >&2; exit 2; }
 epochd=$build/server/epochd
 bench=$build/bench/kv/epoch_bench
 
@@ -151,12 +155,13 @@ jq -rs '
   def r($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 100 | round / 100 | tostring) else "-" end;
   def n($x): if $x == null then "-" else ($x | tostring) end;
   def ms($x): if $x == null then "-" else ($x * 100 | round / 100 | tostring) end;
-  ["cell", "epoch ops/s", "etcd ops/s", "ratio", "epoch p50/p99/p99.9 ms", "etcd p50/p99/p99.9 ms",
-   "p50 ratio", "p99 ratio", "errors e/etcd"],
-  (map(.cell) | reduce .[] as $c ([]; if index([$c]) then . else . + [$c] end))[] as $c |
-  cell($c; "epoch") as $e | cell($c; "etcd") as $d |
-  [$c, n($e.ops_per_sec | if . then floor else null end), n($d.ops_per_sec | if . then floor else null end),
-   r($e.ops_per_sec; $d.ops_per_sec),
+  def ops($x): if $x == null then "-" else ($x.ops_per_sec | floor | tostring) end;
+  . as $all |
+  (["cell", "epoch ops/s", "etcd ops/s", "ratio", "epoch p50/p99/p99.9 ms", "etcd p50/p99/p99.9 ms",
+    "p50 ratio", "p99 ratio", "errors e/etcd"] | @tsv),
+  ($all | map(.cell) | reduce .[] as $c ([]; if index([$c]) then . else . + [$c] end) | .[]) as $c |
+  ($all | cell($c; "epoch")) as $e | ($all | cell($c; "etcd")) as $d |
+  [$c, ops($e), ops($d), r($e.ops_per_sec; $d.ops_per_sec),
    "\(ms($e.p50_ms)) / \(ms($e.p99_ms)) / \(ms($e.p999_ms))",
    "\(ms($d.p50_ms)) / \(ms($d.p99_ms)) / \(ms($d.p999_ms))",
    r($e.p50_ms; $d.p50_ms), r($e.p99_ms; $d.p99_ms), "\(n($e.errors)) / \(n($d.errors))"]
@@ -167,20 +172,26 @@ echo "Issue 5 targets:"
 jq -rs '
   def cell($c; $s): (map(select(.cell == $c and .system == $s)) | .[0]);
   def ok($b): if $b then "met" else "MISSED" end;
-  def chk($name; $e; $d; f):
-    if ($e == null or $d == null) then "  \($name): not measured" else "  \($name): \(f)" end;
+  def x($a; $b): ($a / $b * 100 | round / 100);
+  def ms($v): ($v * 100 | round / 100);
+  . as $all |
   cell("get-lin-256"; "epoch") as $ge | cell("get-lin-256"; "etcd") as $gd |
   cell("put-256"; "epoch") as $pe | cell("put-256"; "etcd") as $pd |
   cell("put-1"; "epoch") as $oe | cell("put-1"; "etcd") as $od |
-  chk("linearizable get >= 2x etcd and >= 18000/s at 256 clients"; $ge; $gd;
-      "\($ge.ops_per_sec|floor)/s = \($ge.ops_per_sec / $gd.ops_per_sec * 100 | round / 100)x -> \(ok($ge.ops_per_sec >= 2 * $gd.ops_per_sec and $ge.ops_per_sec >= 18000))"),
-  chk("put >= 1.5x etcd at 256 clients"; $pe; $pd;
-      "\($pe.ops_per_sec / $pd.ops_per_sec * 100 | round / 100)x -> \(ok($pe.ops_per_sec >= 1.5 * $pd.ops_per_sec))"),
-  (map(.cell) | unique[]) as $c | cell($c; "epoch") as $e | cell($c; "etcd") as $d |
-  chk("p99 not worse than etcd (\($c))"; $e; $d;
-      "\($e.p99_ms * 100 | round / 100) vs \($d.p99_ms * 100 | round / 100) ms -> \(ok($e.p99_ms <= $d.p99_ms))"),
-  chk("single-client put p50 below etcd"; $oe; $od;
-      "\($oe.p50_ms * 1000 | round / 1000) vs \($od.p50_ms * 1000 | round / 1000) ms -> \(ok($oe.p50_ms < $od.p50_ms))")
+  (if $ge and $gd then
+     "  linearizable get at 256 clients >= 2x etcd and >= 18000/s: \($ge.ops_per_sec | floor)/s, \(x($ge.ops_per_sec; $gd.ops_per_sec))x -> \(ok($ge.ops_per_sec >= 2 * $gd.ops_per_sec and $ge.ops_per_sec >= 18000))"
+   else "  linearizable get: not measured" end),
+  (if $pe and $pd then
+     "  put at 256 clients >= 1.5x etcd: \(x($pe.ops_per_sec; $pd.ops_per_sec))x -> \(ok($pe.ops_per_sec >= 1.5 * $pd.ops_per_sec))"
+   else "  put at 256 clients: not measured" end),
+  (if $oe and $od then
+     "  single-client put p50 below etcd: \($oe.p50_ms * 1000 | round / 1000) vs \($od.p50_ms * 1000 | round / 1000) ms -> \(ok($oe.p50_ms < $od.p50_ms))"
+   else "  single-client put: not measured" end),
+  ($all | map(.cell) | reduce .[] as $c ([]; if index([$c]) then . else . + [$c] end) | .[]) as $c |
+  ($all | cell($c; "epoch")) as $e | ($all | cell($c; "etcd")) as $d |
+  if $e and $d then
+    "  p99 not worse than etcd, \($c): \(ms($e.p99_ms)) vs \(ms($d.p99_ms)) ms -> \(ok($e.p99_ms <= $d.p99_ms))"
+  else "  p99 \($c): not measured on both" end
 ' "$results"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every number)"
 echo "raw results: $results; client logs: $dir/*-bench.log; cluster logs: $dir/epoch, $dir/etcd"
