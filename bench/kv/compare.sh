@@ -118,18 +118,29 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 results=$dir/results.jsonl
 : >"$results"
 
-run_matrix() {  # system endpoints
-  local system=$1 endpoints=$2 c name workload clients cn tgt extra out
+# Highest Raft term any member reports (etcdctl endpoint status works against both systems): a
+# change during a cell means an election happened under load.
+raft_term() {
+  etcdctl --endpoints="$1" --command-timeout=3s endpoint status -w json 2>/dev/null |
+    jq '[.[].Status.raftTerm] | max // 0' 2>/dev/null || echo 0
+}
+
+run_matrix() {  # system endpoints pid-files-glob
+  local system=$1 endpoints=$2 c name workload clients cn tgt extra out pids term_before term_after
+  pids=$(cat $3 | paste -sd, -)
   for c in "${cells[@]}"; do
     IFS='|' read -r name workload clients cn tgt extra <<<"$c"
     echo "-- $system $name: $workload, $clients clients, $cn conns, target $tgt" >&2
+    term_before=$(raft_term "$endpoints")
     # shellcheck disable=SC2086
     out=$("$bench" --endpoints "$endpoints" --workload "$workload" --clients "$clients" \
       --conns "$cn" --threads "$threads" --target "$tgt" --duration "$duration" --warmup "$warmup" \
       --keys "$keys" --value-size "$value" --key-prefix "bench/$name/" --label "$system/$name" \
-      --json $extra 2>>"$dir/$system-bench.log") || true
+      --server-pids "$pids" --json $extra 2>>"$dir/$system-bench.log") || true
+    term_after=$(raft_term "$endpoints")
     if [ -n "$out" ]; then
-      echo "$out" | jq -c --arg s "$system" --arg c "$name" '. + {system: $s, cell: $c}' >>"$results"
+      echo "$out" | jq -c --arg s "$system" --arg c "$name" --argjson t0 "$term_before" \
+        --argjson t1 "$term_after" '. + {system: $s, cell: $c, term_changes: ($t1 - $t0)}' >>"$results"
       echo "$out" | jq -r '"   \(.ops_per_sec|floor) ops/s  p50 \(.p50_ms) ms  p99 \(.p99_ms) ms  errors \(.errors)"' >&2
     else
       echo "   FAILED (see $dir/$system-bench.log)" >&2
@@ -139,8 +150,8 @@ run_matrix() {  # system endpoints
 
 for s in $systems; do
   case $s in
-    epoch) start_epoch; run_matrix epoch "$epoch_endpoints"; stop_epoch ;;
-    etcd) start_etcd; run_matrix etcd "$etcd_endpoints"; stop_etcd ;;
+    epoch) start_epoch; run_matrix epoch "$epoch_endpoints" "$dir/epoch/n*.pid"; stop_epoch ;;
+    etcd) start_etcd; run_matrix etcd "$etcd_endpoints" "$dir/etcd/e*.pid"; stop_etcd ;;
     *) echo "unknown system $s" >&2; exit 2 ;;
   esac
 done
@@ -156,17 +167,21 @@ jq -rs '
   def n($x): if $x == null then "-" else ($x | tostring) end;
   def ms($x): if $x == null then "-" else ($x * 100 | round / 100 | tostring) end;
   def ops($x): if $x == null then "-" else ($x.ops_per_sec | floor | tostring) end;
+  def cpu($x): if ($x == null or $x.server_cpu_us_per_op < 0) then "-" else ($x.server_cpu_us_per_op | round | tostring) end;
   . as $all |
   (["cell", "epoch ops/s", "etcd ops/s", "ratio", "epoch p50/p99/p99.9 ms", "etcd p50/p99/p99.9 ms",
-    "p50 ratio", "p99 ratio", "errors e/etcd"] | @tsv),
+    "p50 ratio", "p99 ratio", "server cpu us/op e/etcd", "elections e/etcd", "errors e/etcd"] | @tsv),
   ($all | map(.cell) | reduce .[] as $c ([]; if index([$c]) then . else . + [$c] end) | .[]) as $c |
   ($all | cell($c; "epoch")) as $e | ($all | cell($c; "etcd")) as $d |
   [$c, ops($e), ops($d), r($e.ops_per_sec; $d.ops_per_sec),
    "\(ms($e.p50_ms)) / \(ms($e.p99_ms)) / \(ms($e.p999_ms))",
    "\(ms($d.p50_ms)) / \(ms($d.p99_ms)) / \(ms($d.p999_ms))",
-   r($e.p50_ms; $d.p50_ms), r($e.p99_ms; $d.p99_ms), "\(n($e.errors)) / \(n($d.errors))"]
+   r($e.p50_ms; $d.p50_ms), r($e.p99_ms; $d.p99_ms),
+   "\(cpu($e)) / \(cpu($d))", "\(n($e.term_changes)) / \(n($d.term_changes))",
+   "\(n($e.errors)) / \(n($d.errors))"]
   | @tsv' "$results" | column -t -s $'\t'
-echo "(ratio = epoch/etcd: above 1 is better for throughput, below 1 is better for latency)"
+echo "(ratio = epoch/etcd: above 1 is better for throughput, below 1 is better for latency; server cpu = CPU of all 3 members in the window per op;"
+echo " elections = Raft term changes during the cell)"
 echo
 echo "Issue 5 targets:"
 jq -rs '

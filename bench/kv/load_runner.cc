@@ -3,11 +3,14 @@
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 namespace epoch::bench {
@@ -261,7 +264,18 @@ void MergeInto(const LoadResult& from, LoadResult* into) {
   into->malformed_replies += from.malformed_replies;
 }
 
-// Spreads the clients over threads and connections, runs the plan, merges the results.
+// CPU seconds of this process and of the servers at one instant.
+struct CpuSample {
+  double client = 0;
+  double server = -1;
+};
+CpuSample SampleCpu(const std::vector<int>& server_pids) {
+  return CpuSample{ProcessCpuSeconds(),
+                   server_pids.empty() ? -1.0 : ProcessesCpuSeconds(server_pids)};
+}
+
+// Spreads the clients over threads and connections, runs the plan, merges the results. CPU is
+// sampled at the window's edges by a thread that sleeps until them (for prefill: at the phase's).
 LoadResult RunPlan(const LoadOptions& opts, Connections& conns, const Plan& plan) {
   const int threads = std::max(1, std::min(opts.threads, opts.clients));
   std::vector<std::unique_ptr<Worker>> workers;
@@ -272,18 +286,59 @@ LoadResult RunPlan(const LoadOptions& opts, Connections& conns, const Plan& plan
     workers[c % threads]->AddClient(conns.stub(c % conns.size()),
                                     opts.seed * 1000003ULL + static_cast<std::uint64_t>(c));
   }
-  const double cpu0 = ProcessCpuSeconds();
+  CpuSample at_start = SampleCpu(opts.server_pids);
+  CpuSample at_end;
+  std::thread cpu_monitor;
+  if (!plan.prefill) {
+    cpu_monitor = std::thread([&] {
+      std::this_thread::sleep_until(plan.window_start);
+      at_start = SampleCpu(opts.server_pids);
+      std::this_thread::sleep_until(plan.window_end);
+      at_end = SampleCpu(opts.server_pids);
+    });
+  }
   std::vector<std::thread> running;
   for (int t = 1; t < threads; ++t) running.emplace_back([&w = *workers[t]] { w.Run(); });
   workers[0]->Run();
   for (auto& th : running) th.join();
+  if (cpu_monitor.joinable()) {
+    cpu_monitor.join();
+  } else {
+    at_end = SampleCpu(opts.server_pids);
+  }
   LoadResult total;
   for (const auto& w : workers) MergeInto(w->result(), &total);
-  total.client_cpu_seconds = ProcessCpuSeconds() - cpu0;
+  total.client_cpu_seconds = at_end.client - at_start.client;
+  if (at_start.server >= 0 && at_end.server >= 0) {
+    total.server_cpu_seconds = at_end.server - at_start.server;
+  }
   return total;
 }
 
 }  // namespace
+
+double ProcessesCpuSeconds(const std::vector<int>& pids) {
+  static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double total = 0;
+  for (const int pid : pids) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return -1;
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos) return -1;
+    std::istringstream fields(line.substr(close + 1));
+    std::string field;
+    double utime = 0;
+    double stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
+    }
+    total += (utime + stime) / ticks_per_second;
+  }
+  return total;
+}
 
 Connections::Connections(const std::vector<std::string>& endpoints, int count) {
   for (int i = 0; i < count; ++i) {

@@ -38,6 +38,9 @@ struct LoadOptions {
   std::string key_prefix = "bench/";
   std::size_t value_size_bytes = 256;
   std::uint64_t seed = 1;
+  // Local server processes whose CPU time (user + sys, from /proc) is sampled at the start and the
+  // end of the measured window, to report server CPU per operation. May be empty.
+  std::vector<int> server_pids;
 };
 
 struct ErrorSample {
@@ -54,8 +57,15 @@ struct LoadResult {
   std::uint64_t cas_failed = 0;               // ... its failure branch (still a served op)
   std::uint64_t malformed_replies = 0;        // replies that break the etcd contract
   double window_seconds = 0;
-  double client_cpu_seconds = 0;  // user + sys of this process during the phase
+  // CPU time (user + sys) used inside the window (the whole phase for prefill) by this process
+  // and by LoadOptions::server_pids together; server_cpu_seconds < 0 if it could not be read.
+  double client_cpu_seconds = 0;
+  double server_cpu_seconds = -1;
 };
+
+// User + sys CPU seconds of the processes `pids` so far (from /proc/<pid>/stat); -1 if any of
+// them cannot be read.
+double ProcessesCpuSeconds(const std::vector<int>& pids);
 
 // The gRPC channels and stubs, one per connection, created once for all phases.
 class Connections {

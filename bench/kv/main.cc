@@ -7,6 +7,7 @@
 // run (warm-up, then the window). Prints a human report (stderr with --json) and, with --json, one
 // JSON line on stdout. Exit status 0 on a run without errors, 1 when any RPC failed, 2 on bad flags
 // or when the cluster could not be reached.
+#include <absl/synchronization/mutex.h>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
@@ -35,6 +36,7 @@ struct Flags {
   double rpc_timeout_s = 5;
   bool no_prefill = false;
   bool json = false;
+  bool mutex_deadlock_detection = false;
 };
 
 std::vector<std::string> SplitEndpoints(const std::string& csv) {
@@ -106,7 +108,13 @@ void AddFlags(CLI::App& app, Flags& f, LoadOptions& o) {
       ->check(CLI::IsMember({"all", "leader"}));
   app.add_option("--seed", o.seed, "Seed of key choice and values");
   app.add_option("--label", f.label, "Free text echoed in the output");
+  app.add_option("--server-pids", o.server_pids,
+                 "Comma-separated PIDs of local servers: report their CPU per operation")
+      ->delimiter(',');
   app.add_flag("--no-prefill", f.no_prefill, "Do not put every key before the run");
+  app.add_flag("--mutex-deadlock-detection", f.mutex_deadlock_detection,
+               "Leave Abseil's mutex deadlock detection on (Debian's build has it on; it costs "
+               "client CPU on every gRPC lock)");
   app.add_flag("--json", f.json, "One JSON line on stdout (the human report goes to stderr)");
 }
 
@@ -116,6 +124,11 @@ int Main(int argc, char** argv) {
   LoadOptions o;
   AddFlags(app, f, o);
   CLI11_PARSE(app, argc, argv);
+  if (!f.mutex_deadlock_detection) {
+    // gRPC's locks are absl::Mutex; Debian's Abseil checks every acquisition against a global
+    // lock-order graph (GraphCycles in profiles). A load generator has no use for that.
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
 
   const std::optional<Workload> w = ParseWorkload(f.workload);
   if (!w) {
