@@ -22,6 +22,7 @@
 #include "kv_service.h"
 #include "maintenance_service.h"
 #include "metrics_http.h"
+#include "watch_service.h"
 
 namespace epoch::server {
 namespace {
@@ -111,6 +112,7 @@ class EpochNode::Impl {
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
   std::unique_ptr<ClusterService> cluster_service_;
+  std::unique_ptr<WatchService> watch_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<MetricsHttp> metrics_;
   std::vector<std::thread> threads_;
@@ -214,6 +216,13 @@ Status EpochNode::Impl::StartNetwork() {
   kv_service_ = std::make_unique<KvService>(*context_);
   maintenance_service_ = std::make_unique<MaintenanceService>(*context_);
   cluster_service_ = std::make_unique<ClusterService>(*context_);
+  WatchServiceOptions watch_options;
+  watch_options.leader_check_interval = config_.tick * config_.raft.election_timeout_min_ticks;
+  watch_service_ = std::make_unique<WatchService>(*context_, watch_options);
+  // Every applied revision's events go to the watch hub (a copy; the strand never waits on it).
+  state_machine_->SetAppliedHook([hub = watch_service_->hub()](LogIndex, const ApplyResult& r) {
+    hub->Publish(r.revision, r.events);
+  });
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen_client.ToString(), grpc::InsecureServerCredentials(),
@@ -227,6 +236,7 @@ Status EpochNode::Impl::StartNetwork() {
   builder.RegisterService(kv_service_.get());
   builder.RegisterService(maintenance_service_.get());
   builder.RegisterService(cluster_service_.get());
+  builder.RegisterService(watch_service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || client_port_ == 0) {
     return Status::IOError(
@@ -325,6 +335,12 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
       "histogram\n";
   fsync_latency_.Render("epoch_wal_fsync_seconds", &out);
   gauge("epoch_kv_revision", "Current store revision.", store_->CurrentRevision().value());
+  WatchHubStats watch = watch_service_->hub()->stats();
+  gauge("epoch_watchers", "Watchers registered on this node.", watch.watchers);
+  counter("epoch_watch_fallbacks_total", "Watchers that fell back to reading history.",
+          watch.fallbacks);
+  counter("epoch_watch_history_reads_total", "History reads by catching-up watchers.",
+          watch.history_reads);
   return {200, std::move(out)};
 }
 
