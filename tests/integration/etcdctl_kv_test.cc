@@ -192,7 +192,8 @@ TEST_CASE("count_only, revision filters and serializable reads", "[integration][
   CHECK(EtcdctlOk(*cluster, {"get", "foo/s"}, {}, follower_endpoint) == "foo/s\nlate\n");
 }
 
-TEST_CASE("etcdctl del and put --prev-kv", "[integration][etcdctl]") {
+TEST_CASE("etcdctl del, and put with --prev-kv, --ignore-value, --ignore-lease",
+          "[integration][etcdctl]") {
   auto cluster = StartCluster();
   SeedFoo(*cluster);
 
@@ -230,7 +231,27 @@ TEST_CASE("etcdctl del and put --prev-kv", "[integration][etcdctl]") {
   // Every key >= "fop": fop and zeta ("foo/a" sorts before "fop").
   CHECK(EtcdctlOk(*cluster, {"del", "fop", "--from-key"}) == "2\n");
   CHECK(KeysOnly(*cluster, {"a", "--from-key"}) == Keys{"foo/a"});
-  CHECK(EtcdctlOk(*cluster, {"del", "foo/a"}) == "1\n");
+  CHECK(EtcdctlOk(*cluster, {"del", "foo/a"}) == "1\n");  // revision 15
+
+  // --ignore-value keeps the value and still counts as a write; on a missing key it is refused.
+  EtcdctlOk(*cluster, {"put", "iv", "kept"});                             // 16
+  CHECK(EtcdctlOk(*cluster, {"put", "iv", "--ignore-value"}) == "OK\n");  // 17
+  auto iv = ParseJson<etcdserverpb::RangeResponse>(Get(*cluster, {"iv", "-w", "json"}));
+  REQUIRE(iv.kvs_size() == 1);
+  CHECK(iv.kvs(0).value() == "kept");
+  CHECK(iv.kvs(0).version() == 2);
+  CHECK(iv.kvs(0).mod_revision() == 17);
+  EtcdctlFails(*cluster, {"put", "missing", "--ignore-value"}, "etcdserver: key not found");
+  // --ignore-lease keeps the (absent) lease and writes the new value.
+  CHECK(EtcdctlOk(*cluster, {"put", "iv", "new", "--ignore-lease"}) == "OK\n");  // 18
+  CHECK(Get(*cluster, {"iv"}) == "iv\nnew\n");
+  // Both at once: a write that changes only the revision.
+  CHECK(EtcdctlOk(*cluster, {"put", "iv", "--ignore-value", "--ignore-lease"}) == "OK\n");
+  auto both = ParseJson<etcdserverpb::RangeResponse>(Get(*cluster, {"iv", "-w", "json"}));
+  REQUIRE(both.kvs_size() == 1);
+  CHECK(both.kvs(0).value() == "new");
+  CHECK(both.kvs(0).mod_revision() == 19);
+  CHECK(both.header().revision() == 19);
 }
 
 }  // namespace

@@ -192,6 +192,11 @@ TEST_CASE(
       "failover: {} puts acknowledged ({} before the kill), {} failed; agreed new leader "
       "{} ms after SIGKILL, 200 more acks {} ms after it\n",
       TotalAcked(writers), before_kill, failed, elected_ms, resumed_ms);
+  std::map<std::string, int> reasons;
+  for (const auto& w : writers) {
+    for (const auto& [message, count] : w->errors()) reasons[message] += count;
+  }
+  for (const auto& [message, count] : reasons) fmt::print("  failed {}x: {}\n", count, message);
 
   // Acknowledged revisions are unique, and increase along each writer's sequence.
   std::set<std::int64_t> revisions;
@@ -240,6 +245,55 @@ TEST_CASE(
   etcdserverpb::PutResponse put;
   REQUIRE(Put(*kv, "after/restart", "ok", &put).ok());
   CHECK(put.header().revision() == revision + 1);
+}
+
+TEST_CASE(
+    "SIGSTOP the leader: the others elect a new one, and the resumed old leader serves no "
+    "stale read",
+    "[integration][failover][pause]") {
+  auto cluster = StartCluster();
+  Result<int> old_leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(old_leader.ok());
+  auto old_kv = etcdserverpb::KV::NewStub(cluster->Channel(*old_leader));
+  REQUIRE(Put(*old_kv, "k", "before").ok());
+
+  cluster->Pause(*old_leader);
+  Result<int> new_leader = cluster->WaitForLeader(std::chrono::seconds(15), *old_leader);
+  INFO(new_leader.status().ToString());
+  REQUIRE(new_leader.ok());
+  CHECK(*new_leader != *old_leader);
+  auto new_kv = etcdserverpb::KV::NewStub(cluster->Channel(*new_leader));
+  etcdserverpb::PutResponse after;
+  REQUIRE(Put(*new_kv, "k", "after", &after).ok());
+
+  // The old leader wakes up still believing it leads. A linearizable read through it may fail
+  // while it learns otherwise, but any answer it gives must include the write made meanwhile.
+  cluster->Resume(*old_leader);
+  etcdserverpb::RangeRequest read;
+  read.set_key("k");
+  int answered = 0, stale = 0, failed = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (answered < 20 && std::chrono::steady_clock::now() < deadline) {
+    etcdserverpb::RangeResponse got;
+    grpc::Status s = Range(*old_kv, read, &got, std::chrono::seconds(2));
+    if (!s.ok()) {
+      ++failed;
+      continue;
+    }
+    ++answered;
+    if (got.kvs_size() != 1 || got.kvs(0).value() != "after" ||
+        got.kvs(0).mod_revision() != after.header().revision()) {
+      ++stale;
+    }
+  }
+  fmt::print("pause: the resumed old leader answered {} reads ({} stale) after {} failures\n",
+             answered, stale, failed);
+  CHECK(answered == 20);
+  CHECK(stale == 0);
+  Result<int> healthy = cluster->WaitHealthy(std::chrono::seconds(15));
+  INFO(healthy.status().ToString());
+  CHECK(healthy.ok());
+  for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/pause");
 }
 
 }  // namespace

@@ -1,20 +1,50 @@
+// Catch2 v2 listeners need the external interfaces, declared by the first include of catch.hpp.
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include "support.h"
 
 #include <fmt/format.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <sstream>
 
 namespace epoch::integration {
+namespace {
 
-std::unique_ptr<TestCluster> StartCluster(int nodes) {
+// Whether an assertion of the running test case failed (CHECKs do not unwind, so the cluster's
+// own "destroyed during unwinding" rule does not see them).
+std::atomic<bool> g_test_failed{false};
+
+class FailureListener : public Catch::TestEventListenerBase {
+ public:
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    g_test_failed = false;
+    TestEventListenerBase::testCaseStarting(info);
+  }
+  bool assertionEnded(const Catch::AssertionStats& stats) override {
+    if (!stats.assertionResult.isOk()) g_test_failed = true;
+    return TestEventListenerBase::assertionEnded(stats);
+  }
+};
+
+}  // namespace
+
+CATCH_REGISTER_LISTENER(FailureListener)
+
+void KeepFilesOnFailure::operator()(TestCluster* cluster) const {
+  if (g_test_failed) cluster->KeepFiles();
+  delete cluster;
+}
+
+ClusterPtr StartCluster(int nodes) {
   test::ClusterOptions options;
   options.epochd_path = EPOCHD_PATH;
   options.nodes = nodes;
   auto cluster = TestCluster::Start(options);
   INFO("starting a " << nodes << "-node cluster: " << cluster.status().ToString());
   REQUIRE(cluster.ok());
-  return std::move(*cluster);
+  return ClusterPtr(cluster->release());
 }
 
 std::string EtcdctlOk(const TestCluster& cluster, const std::vector<std::string>& args,

@@ -22,8 +22,15 @@ namespace epoch::integration {
 using test::CommandResult;
 using test::TestCluster;
 
+// Destroys a cluster, keeping its data and logs (and printing where) if any assertion of the
+// current test case failed.
+struct KeepFilesOnFailure {
+  void operator()(TestCluster* cluster) const;
+};
+using ClusterPtr = std::unique_ptr<TestCluster, KeepFilesOnFailure>;
+
 // A healthy cluster of `nodes` epochd processes (REQUIREd).
-std::unique_ptr<TestCluster> StartCluster(int nodes = 3);
+ClusterPtr StartCluster(int nodes = 3);
 
 // Runs etcdctl and REQUIREs exit code 0; returns stdout.
 std::string EtcdctlOk(const TestCluster& cluster, const std::vector<std::string>& args,

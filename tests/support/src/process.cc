@@ -91,7 +91,7 @@ bool PumpPipes(int in_fd, int out_fd, int err_fd, std::string_view input, Comman
       ssize_t n = read(*outs[i], buf, sizeof(buf));
       if (n > 0) {
         sinks[i]->append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EAGAIN) {
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
         close(*outs[i]);
         *outs[i] = -1;
       }
@@ -99,7 +99,7 @@ bool PumpPipes(int in_fd, int out_fd, int err_fd, std::string_view input, Comman
     if (in_fd >= 0 && fds[2].revents != 0) {
       ssize_t n = write(in_fd, input.data() + written, input.size() - written);
       if (n > 0) written += static_cast<std::size_t>(n);
-      if ((n < 0 && errno != EAGAIN) || written == input.size()) {
+      if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == input.size()) {
         close(in_fd);
         in_fd = -1;
       }
