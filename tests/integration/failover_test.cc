@@ -296,5 +296,69 @@ TEST_CASE(
   for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/pause");
 }
 
+TEST_CASE("5 nodes: two down keep serving; three down lose quorum and refuse linearizable work",
+          "[integration][failover][quorum]") {
+  auto cluster = StartCluster(5);
+  Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  EtcdctlOk(*cluster, {"put", "k", "v1"});
+
+  // Down: the leader and the next node. Three of five remain: a quorum.
+  std::vector<int> down = {*leader, (*leader + 1) % 5};
+  for (int i : down) cluster->Kill(i);
+  Result<int> second = cluster->WaitForLeader(std::chrono::seconds(15));
+  INFO(second.status().ToString());
+  REQUIRE(second.ok());
+  std::vector<int> up;
+  for (int i = 0; i < 5; ++i) {
+    if (i != down[0] && i != down[1]) up.push_back(i);
+  }
+  EtcdctlOk(*cluster, {"put", "k", "v2"}, {}, cluster->Endpoints(up));
+  CommandResult health = cluster->Etcdctl({"endpoint", "health"}, {}, cluster->Endpoints(up));
+  INFO(health.Describe());
+  CHECK(health.exit_code == 0);
+
+  // One more down: two of five cannot commit or confirm anything.
+  int third = *second;
+  cluster->Kill(third);
+  std::vector<int> minority;
+  for (int i : up) {
+    if (i != third) minority.push_back(i);
+  }
+  std::string survivors = cluster->Endpoints(minority);
+  CommandResult put = cluster->Etcdctl({"--command-timeout=3s", "put", "k", "v3"}, {}, survivors);
+  INFO(put.Describe());
+  CHECK(put.exit_code != 0);
+  CHECK_FALSE(put.timed_out);
+  CommandResult get = cluster->Etcdctl({"--command-timeout=3s", "get", "k"}, {}, survivors);
+  INFO(get.Describe());
+  CHECK(get.exit_code != 0);
+  CHECK_FALSE(get.timed_out);
+  CommandResult unhealthy = cluster->Etcdctl({"endpoint", "health"}, {}, survivors);
+  INFO(unhealthy.Describe());
+  CHECK(unhealthy.exit_code != 0);
+  CHECK_FALSE(unhealthy.timed_out);  // fails within etcdctl's own command timeout
+  for (int i : minority) {
+    CHECK((unhealthy.out + unhealthy.err)
+              .find(fmt::format("{} is unhealthy", cluster->node(i).client_address())) !=
+          std::string::npos);
+    // A serializable read still answers from local state: v2 (v3 was never committed).
+    CHECK(EtcdctlOk(*cluster, {"get", "k", "--consistency=s", "--print-value-only"}, {},
+                    cluster->node(i).client_address()) == "v2\n");
+  }
+
+  // Quorum back with one restarted node: the cluster serves again. The failed put of v3 may
+  // or may not have been kept (it was ambiguous); v2 or v3, nothing else.
+  REQUIRE(cluster->StartNode(third).ok());
+  Result<int> back = cluster->WaitHealthy(std::chrono::seconds(30));
+  INFO(back.status().ToString());
+  REQUIRE(back.ok());
+  std::string value = EtcdctlOk(*cluster, {"get", "k", "--print-value-only"}, {}, survivors);
+  CHECK((value == "v2\n" || value == "v3\n"));
+  EtcdctlOk(*cluster, {"put", "k", "v4"}, {}, survivors);
+  CHECK(EtcdctlOk(*cluster, {"get", "k", "--print-value-only"}, {},
+                  cluster->node(third).client_address()) == "v4\n");
+}
+
 }  // namespace
 }  // namespace epoch::integration
