@@ -20,6 +20,8 @@
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
 #include "kv_service.h"
+#include "lease_manager.h"
+#include "lease_service.h"
 #include "maintenance_service.h"
 #include "metrics_http.h"
 #include "watch_service.h"
@@ -112,6 +114,9 @@ class EpochNode::Impl {
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
   std::unique_ptr<ClusterService> cluster_service_;
+  std::unique_ptr<LeaseManager> lease_manager_;  // after context_: destroyed before it
+  std::unique_ptr<EtcdLeaseService> etcd_lease_service_;
+  std::unique_ptr<V1LeaseService> v1_lease_service_;
   std::unique_ptr<WatchService> watch_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<MetricsHttp> metrics_;
@@ -216,6 +221,10 @@ Status EpochNode::Impl::StartNetwork() {
   kv_service_ = std::make_unique<KvService>(*context_);
   maintenance_service_ = std::make_unique<MaintenanceService>(*context_);
   cluster_service_ = std::make_unique<ClusterService>(*context_);
+  lease_manager_ = std::make_unique<LeaseManager>(*context_, LeaseOptions{});
+  lease_manager_->Attach();
+  etcd_lease_service_ = std::make_unique<EtcdLeaseService>(*context_, *lease_manager_);
+  v1_lease_service_ = std::make_unique<V1LeaseService>(*context_, *lease_manager_);
   WatchServiceOptions watch_options;
   watch_options.leader_check_interval = config_.tick * config_.raft.election_timeout_min_ticks;
   watch_service_ = std::make_unique<WatchService>(*context_, watch_options);
@@ -236,6 +245,8 @@ Status EpochNode::Impl::StartNetwork() {
   builder.RegisterService(kv_service_.get());
   builder.RegisterService(maintenance_service_.get());
   builder.RegisterService(cluster_service_.get());
+  builder.RegisterService(etcd_lease_service_.get());
+  builder.RegisterService(v1_lease_service_.get());
   builder.RegisterService(watch_service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || client_port_ == 0) {
@@ -280,6 +291,7 @@ void EpochNode::Impl::Shutdown() {
   cv_.notify_all();
   if (grpc_server_)
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (lease_manager_) lease_manager_->Stop();
   if (driver_) driver_->Stop();
   if (transport_) transport_->Stop();
   if (metrics_) metrics_->Stop();
@@ -327,6 +339,7 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
           s.lease_reads);
   counter("epoch_reads_read_index_total", "Linearizable reads through ReadIndex.",
           s.read_index_reads);
+  lease_manager_->RenderMetrics(&out);
   wal::WalStats w = wal_->stats();
   counter("epoch_wal_fsyncs_total", "WAL group-commit fdatasyncs.", w.frames);
   counter("epoch_wal_bytes_total", "Bytes written to the WAL.", w.frame_bytes);

@@ -111,6 +111,9 @@ void LeaderForwarder::Forward(NodeId leader, const v1::InternalRequest& request,
             *out->mutable_compaction() = std::move(r);
           },
           std::move(done));
+    case v1::InternalRequest::kLeaseGrant:
+    case v1::InternalRequest::kLeaseRevoke:
+      return leases_.ForwardWrite(leader, request, deadline, std::move(done));
     default: return done(etcd_errors::kNotLeader.ToStatus(), {});
   }
 }

@@ -18,6 +18,7 @@
 
 #include "epoch/server/node_config.h"
 #include "epoch/status.h"
+#include "lease_forwarder.h"
 #include "epoch/v1/internal.pb.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
@@ -29,10 +30,10 @@ class LeaderForwarder {
  public:
   using Callback = std::function<void(const Status&, const v1::InternalResponse&)>;
 
-  explicit LeaderForwarder(const NodeConfig& config) : config_(config) {}
+  explicit LeaderForwarder(const NodeConfig& config) : config_(config), leases_(config) {}
 
   // `done` runs on a gRPC client thread. Requests of a kind that cannot be forwarded fail with
-  // Unavailable "etcdserver: not leader".
+  // Unavailable "etcdserver: not leader". Lease grants and revokes go through LeaseForwarder.
   void Forward(NodeId leader, const v1::InternalRequest& request,
                std::chrono::system_clock::time_point deadline, Callback done);
 
@@ -42,6 +43,7 @@ class LeaderForwarder {
   const NodeConfig& config_;
   std::mutex mu_;
   std::map<NodeId, std::unique_ptr<etcdserverpb::KV::Stub>> stubs_;  // guarded by mu_
+  LeaseForwarder leases_;
 };
 
 }  // namespace epoch::server

@@ -64,6 +64,7 @@ void RaftDriver::OnTick() {
   CatchUpTicks();
   MaybeHandleReady();
   PublishStatus();
+  if (tick_hook_) tick_hook_();
   next_tick_ += options_.tick;
   auto now = Now();
   if (next_tick_ < now) next_tick_ = now + options_.tick;
@@ -110,7 +111,10 @@ void RaftDriver::FlushProposals() {
   proposal_batch_.clear();
   std::vector<std::string> commands;
   commands.reserve(batch.size());
-  for (auto& [request, done] : batch) commands.push_back(request.SerializeAsString());
+  for (auto& [request, done] : batch) {
+    if (stamp_hook_) stamp_hook_(request);
+    commands.push_back(request.SerializeAsString());
+  }
   raft::ProposeResult result = node_->Propose(std::move(commands));
   if (!result.ok()) {
     Status status =

@@ -96,6 +96,13 @@ class RaftDriver {
   void Unreachable(NodeId peer);
   // Runs `fn` on the driver's strand (e.g. a read of the state machine between applies).
   void Post(std::function<void()> fn);
+  // Lease hooks (server/src/lease_manager.h), set before Start(); both run on the strand.
+  // `stamp` sees every proposal just before it is serialized into the log (the leader stamps its
+  // cluster clock, DESIGN.md §4, and picks lease IDs); `on_tick` runs after every tick.
+  void SetProposalHook(std::function<void(v1::InternalRequest&)> stamp) {
+    stamp_hook_ = std::move(stamp);
+  }
+  void SetTickHook(std::function<void()> on_tick) { tick_hook_ = std::move(on_tick); }
 
   [[nodiscard]] DriverStatus status() const;
   [[nodiscard]] NodeId id() const { return options_.raft.id; }
@@ -134,6 +141,9 @@ class RaftDriver {
   StateMachine& state_machine_;
   MessageSender& sender_;
   std::unique_ptr<raft::Node> node_;
+
+  std::function<void(v1::InternalRequest&)> stamp_hook_;  // set before Start()
+  std::function<void()> tick_hook_;                      // set before Start()
 
   // --- Strand-only state. ---
   bool stopped_ = false;

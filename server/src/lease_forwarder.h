@@ -1,0 +1,54 @@
+// LeaseForwarder: sends lease calls that reached a follower on to the leader's client endpoint.
+//
+//   - keep-alives as epoch.v1.Lease/Renew (unary; the leader batches them like its own);
+//   - lease grants as epoch.v1.Lease/Grant (milliseconds, so no precision is lost; an ID of 0 is
+//     left for the leader to choose before it proposes);
+//   - lease revokes as etcdserverpb.Lease/LeaseRevoke.
+// Every call carries the "epoch-forwarded" metadata (leader_forwarder.h): a node that is not the
+// leader answers "not leader" instead of forwarding again.
+//
+// Threading: thread-safe; channels are created lazily and shared. Callbacks run on gRPC client
+// threads.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "epoch/server/node_config.h"
+#include "epoch/status.h"
+#include "epoch/v1/epoch.grpc.pb.h"
+#include "epoch/v1/internal.pb.h"
+
+namespace epoch::server {
+
+class LeaseForwarder {
+ public:
+  using RenewCallback = std::function<void(const Status&, const v1::LeaseKeepAliveResponse&)>;
+  using WriteCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
+
+  explicit LeaseForwarder(const NodeConfig& config) : config_(config) {}
+
+  void Renew(NodeId leader, LeaseId id, std::chrono::system_clock::time_point deadline,
+             RenewCallback done);
+  // `request` holds lease_grant or lease_revoke; anything else fails with "not leader".
+  void ForwardWrite(NodeId leader, const v1::InternalRequest& request,
+                    std::chrono::system_clock::time_point deadline, WriteCallback done);
+
+ private:
+  std::shared_ptr<grpc::Channel> ChannelFor(NodeId leader);
+
+  const NodeConfig& config_;
+  std::mutex mu_;
+  std::map<NodeId, std::shared_ptr<grpc::Channel>> channels_;  // guarded by mu_
+};
+
+// A forwarded call's gRPC status as an epoch Status: etcd's errors keep their message, an
+// unreachable leader is "connection lost" (the write may or may not have been applied).
+[[nodiscard]] Status FromForwardedStatus(const grpc::Status& status);
+
+}  // namespace epoch::server
