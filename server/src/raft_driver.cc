@@ -144,6 +144,7 @@ void RaftDriver::ReadIndex(ReadCallback done) {
     CatchUpTicks();
     if (node_->LeaseValid()) {
       ++counters_.lease_reads;
+      PublishCounters();
       reads_waiting_apply_.push_back({node_->commit_index(), std::move(done)});
       ServeWaitingReads();
       return;
@@ -152,6 +153,7 @@ void RaftDriver::ReadIndex(ReadCallback done) {
     raft::ReadIndexOutcome outcome = node_->ReadIndex(context);
     if (outcome == raft::ReadIndexOutcome::kNoLeader) return done(NoLeader());
     ++counters_.read_index_reads;
+    PublishCounters();
     pending_reads_.emplace(context, std::move(done));
     MaybeHandleReady();
   });
@@ -321,6 +323,13 @@ void RaftDriver::PublishStatus() {
   status_.read_index_reads = counters_.read_index_reads;
   status_.proposals_committed = counters_.proposals_committed;
   status_.proposals_failed = counters_.proposals_failed;
+}
+
+// Counters only (cheap): read paths publish them at once so metrics and tests see every read.
+void RaftDriver::PublishCounters() {
+  std::lock_guard lock(status_mu_);
+  status_.lease_reads = counters_.lease_reads;
+  status_.read_index_reads = counters_.read_index_reads;
 }
 
 DriverStatus RaftDriver::status() const {

@@ -131,6 +131,7 @@ class RaftDriver {
   void FailAllReads(const Status& status);
   void FailAllProposals(const Status& status);
   void PublishStatus();
+  void PublishCounters();
   void Fatal(const Status& status);
 
   asio::io_context& io_;
