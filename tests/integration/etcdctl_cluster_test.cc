@@ -131,7 +131,7 @@ grpc::Status MoveLeader(TestCluster& cluster, int via, std::uint64_t target) {
   return stub->MoveLeader(&ctx, request, &response);
 }
 
-TEST_CASE("etcdctl move-leader moves leadership; non-leaders and bad targets are refused",
+TEST_CASE("etcdctl move-leader moves leadership, non-leaders and bad targets are refused",
           "[integration][etcdctl][cluster]") {
   auto cluster = StartCluster();
   Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));

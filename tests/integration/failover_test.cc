@@ -296,7 +296,7 @@ TEST_CASE(
   for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/pause");
 }
 
-TEST_CASE("5 nodes: two down keep serving; three down lose quorum and refuse linearizable work",
+TEST_CASE("5 nodes: two down keep serving, three down lose quorum and refuse linearizable work",
           "[integration][failover][quorum]") {
   auto cluster = StartCluster(5);
   Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
