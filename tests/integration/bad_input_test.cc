@@ -253,5 +253,32 @@ TEST_CASE("a peer from another cluster is refused before any of its messages is 
   for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/foreign");
 }
 
+TEST_CASE("frames from a sender that is not a member are harmless",
+          "[integration][bad_input][peer]") {
+  auto cluster = StartCluster();
+  Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  auto status = cluster->NodeStatus(*leader);
+  REQUIRE(status.ok());
+  std::uint64_t cluster_id = status->header().cluster_id();
+  std::uint64_t term = status->raftterm();
+  const std::uint64_t stranger = 42;
+  for (int i = 0; i < cluster->size(); ++i) {
+    std::uint64_t self = cluster->node(i).member_id;
+    Result<bool> sent = test::SendRaw(cluster->node(i).peer_port,
+                                      Hello(cluster_id, stranger) + VoteFrame(stranger, self),
+                                      std::chrono::milliseconds(300));
+    REQUIRE(sent.ok());
+  }
+  for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/stranger");
+  Result<int> after = cluster->WaitHealthy(std::chrono::seconds(10));
+  INFO(after.status().ToString());
+  REQUIRE(after.ok());
+  auto now = cluster->NodeStatus(*after);
+  REQUIRE(now.ok());
+  UNSCOPED_INFO("term before " << term << ", after " << now->raftterm());
+  CHECK(now->raftterm() < 1000);
+}
+
 }  // namespace
 }  // namespace epoch::integration
