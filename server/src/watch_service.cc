@@ -73,7 +73,14 @@ class WatchService::Stream final
     // until the client cancels it (OnCancel), so nothing ends here.
     if (!ok) return;
     session_->Handle(request_);
-    StartRead(&request_);
+    bool finishing;
+    {
+      std::lock_guard lock(mu_);
+      finishing = finishing_;
+    }
+    // Inside OnReadDone the call cannot complete yet, so a read racing with End() is harmless;
+    // no lock is held in case gRPC runs a reaction inline.
+    if (!finishing) StartRead(&request_);
   }
 
   void OnWriteDone(bool ok) override {

@@ -2,9 +2,14 @@
 // interleaving of applies, dispatch rounds and history reads; slow watchers falling back to
 // history with bounded memory; inbox overflow and revision jumps; and a seeded randomized run
 // checked against a model of the history (EPOCH_WATCH_SEED=<n> reruns one seed).
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "watch_test_util.h"
 
@@ -285,6 +290,163 @@ TEST_CASE("randomized interleavings match the history model", "[watch][hub][mode
     CHECK(gaps > 0);
     CHECK(history_reads > 0);
   }
+}
+
+}  // namespace
+}  // namespace epoch::server::watch_testing
+
+namespace epoch::server::watch_testing {
+namespace {
+
+// A stream whose client runs on its own thread: each write is acknowledged from there.
+class ThreadedStream {
+ public:
+  explicit ThreadedStream(const std::shared_ptr<WatchHub>& hub) {
+    session_ =
+        WatchSession::Create(hub, WatchSession::Transport{[this](const pb::WatchResponse& r) {
+                                                            std::lock_guard lock(mu_);
+                                                            pending_ = r;
+                                                            cv_.notify_all();
+                                                          },
+                                                          {}});
+    client_ = std::thread([this] { Run(); });
+  }
+  ~ThreadedStream() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    client_.join();
+    session_->Close();
+  }
+  WatchSession& session() { return *session_; }
+
+  // Waits until `done(received)` holds; false after `timeout`.
+  template <typename Pred>
+  bool WaitFor(Pred done, std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return done(received_); });
+  }
+  std::vector<pb::WatchResponse> received() {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stop_ || pending_.has_value(); });
+      if (stop_) return;
+      received_.push_back(std::move(*pending_));
+      pending_.reset();
+      cv_.notify_all();
+      lock.unlock();
+      session_->OnWriteDone(true);  // may start the next write (on this thread)
+      lock.lock();
+    }
+  }
+
+  std::shared_ptr<WatchSession> session_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<pb::WatchResponse> pending_;  // guarded by mu_
+  std::vector<pb::WatchResponse> received_;   // guarded by mu_
+  bool stop_ = false;                         // guarded by mu_
+  std::thread client_;
+};
+
+TEST_CASE("threads: applier, dispatch, history reads and clients concurrently",
+          "[watch][hub][threads]") {
+  TempDir dir;
+  Result<std::unique_ptr<KvStore>> opened = KvStore::Open(dir.path() + "/kv", KvStoreOptions{});
+  REQUIRE(opened.ok());
+  std::unique_ptr<KvStore> store = std::move(*opened);
+  asio::thread_pool dispatch_pool(1);
+  asio::thread_pool read_pool(2);
+  WatchHubOptions options;
+  options.watcher_pending_bytes_max = 2048;  // clients fall behind now and then
+  options.history_batch_events = 8;
+  std::shared_ptr<WatchHub> hub =
+      WatchHub::Create(*store, dispatch_pool.get_executor(), read_pool.get_executor(), options);
+
+  constexpr int kWrites = 1500;
+  const std::vector<std::string> keys = {"a", "b", "c"};
+  std::vector<std::pair<std::int64_t, mvccpb::Event>> history;  // written by the applier only
+  std::atomic<std::int64_t> applied_revision{1};
+  std::thread applier([&] {
+    for (int i = 0; i < kWrites; ++i) {
+      v1::InternalRequest request;
+      request.mutable_put()->set_key(keys[static_cast<std::size_t>(i % 3)]);
+      request.mutable_put()->set_value(std::string(40, static_cast<char>('a' + i % 26)));
+      Result<ApplyResult> r = store->Apply(LogIndex(static_cast<std::uint64_t>(i + 1)), request);
+      if (!r.ok()) return;
+      for (const auto& e : r->events) history.emplace_back(r->revision.value(), e);
+      hub->Publish(r->revision, r->events);
+      applied_revision = r->revision.value();
+    }
+  });
+
+  // Streams and watchers created while the applier runs, with starts in the past and now.
+  std::vector<std::unique_ptr<ThreadedStream>> streams;
+  struct Made {
+    ThreadedStream* stream;
+    std::int64_t id;
+    std::string key;
+    std::int64_t start;  // 0: from the created reply
+  };
+  std::vector<Made> made;
+  std::mt19937_64 rng(7);
+  for (int s = 0; s < 4; ++s) {
+    streams.push_back(std::make_unique<ThreadedStream>(hub));
+    for (int k = 0; k < 3; ++k) {
+      const std::int64_t now = applied_revision.load();
+      const std::int64_t start =
+          rng() % 3 == 0 ? 0
+                         : 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(now));
+      pb::WatchRequest request;
+      request.mutable_create_request()->set_key(keys[static_cast<std::size_t>(k)]);
+      request.mutable_create_request()->set_start_revision(start);
+      streams.back()->session().Handle(request);
+      made.push_back({streams.back().get(), k, keys[static_cast<std::size_t>(k)], start});
+    }
+  }
+  applier.join();
+  REQUIRE(applied_revision.load() == kWrites + 1);
+
+  for (const Made& m : made) {
+    INFO("watch " << m.id << " on " << m.key << " from " << m.start);
+    // The created reply gives the real start of a start-0 watcher.
+    REQUIRE(m.stream->WaitFor(
+        [&](const std::vector<pb::WatchResponse>& rs) {
+          return std::any_of(rs.begin(), rs.end(), [&](const pb::WatchResponse& r) {
+            return r.created() && r.watch_id() == m.id;
+          });
+        },
+        std::chrono::seconds(30)));
+    std::vector<pb::WatchResponse> rs = m.stream->received();
+    std::int64_t start = m.start;
+    for (const auto& r : rs) {
+      if (r.created() && r.watch_id() == m.id && start == 0) start = r.header().revision() + 1;
+    }
+    std::vector<std::int64_t> want;
+    for (const auto& [rev, e] : history) {
+      if (rev >= start && e.kv().key() == m.key) want.push_back(rev);
+    }
+    bool complete = m.stream->WaitFor(
+        [&](const std::vector<pb::WatchResponse>& got) {
+          return RevisionsOf(EventsOf(got, m.id)).size() >= want.size();
+        },
+        std::chrono::seconds(60));
+    CHECK(complete);
+    CHECK(RevisionsOf(EventsOf(m.stream->received(), m.id)) == want);
+  }
+  // Quiesce the hub's threads before the streams (their write callbacks) go away.
+  hub->Detach();
+  dispatch_pool.join();
+  read_pool.join();
+  streams.clear();
 }
 
 }  // namespace
