@@ -24,6 +24,7 @@
 #include "lease_service.h"
 #include "maintenance_service.h"
 #include "metrics_http.h"
+#include "snapshot_manager.h"
 #include "watch_service.h"
 
 namespace epoch::server {
@@ -110,6 +111,7 @@ class EpochNode::Impl {
   std::unique_ptr<PeerTransport> transport_;
   std::unique_ptr<TransportSender> sender_;
   std::unique_ptr<RaftDriver> driver_;
+  std::unique_ptr<SnapshotManager> snapshots_;  // after driver_: destroyed before it
   std::unique_ptr<NodeContext> context_;
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
@@ -196,7 +198,18 @@ Status EpochNode::Impl::StartNetwork() {
   transport_ = std::make_unique<PeerTransport>(
       net_io_, topts,
       [this](NodeId, std::string frame) {
-        Result<raft::Message> m = DecodeFrame(frame);
+        raftpb::Frame parsed;
+        if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size())) ||
+            !parsed.has_message()) {
+          spdlog::warn("node={} dropping an unparsable peer frame", config_.name);
+          return;
+        }
+        // Snapshot chunks and their acknowledgements never reach the core directly.
+        if (IsSnapshotTraffic(parsed.message())) {
+          if (snapshots_) snapshots_->HandleFrame(std::move(*parsed.mutable_message()));
+          return;
+        }
+        Result<raft::Message> m = DecodeMessage(parsed.message());
         if (!m.ok()) {
           spdlog::warn("node={} dropping a peer frame: {}", config_.name, m.status().ToString());
           return;
@@ -217,9 +230,16 @@ Status EpochNode::Impl::StartNetwork() {
       config_.self_id().value() ^
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   driver_ = std::make_unique<RaftDriver>(raft_io_, dopts, *log_, *state_machine_, *sender_);
+  snapshots_ = std::make_unique<SnapshotManager>(
+      config_.snapshot, config_.self_id(), config_.cluster_id(), config_.data_dir + "/snap",
+      *store_, *log_, *driver_,
+      [this](NodeId peer, std::string frame) { transport_->Send(peer, std::move(frame)); });
+  EPOCH_RETURN_IF_ERROR(snapshots_->Start());
+  driver_->SetSnapshotHooks(snapshots_.get());
   context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, read_pool_);
   kv_service_ = std::make_unique<KvService>(*context_);
   maintenance_service_ = std::make_unique<MaintenanceService>(*context_);
+  maintenance_service_->SetSnapshots(snapshots_.get(), config_.snapshot.archive_message_bytes);
   cluster_service_ = std::make_unique<ClusterService>(*context_);
   lease_manager_ = std::make_unique<LeaseManager>(*context_, LeaseOptions{});
   lease_manager_->Attach();
@@ -299,6 +319,7 @@ void EpochNode::Impl::Shutdown() {
   net_io_.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  if (snapshots_) snapshots_->Stop();
   read_pool_.join();
   if (wal_) {
     Status s = wal_->Close();
@@ -348,6 +369,16 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
       "histogram\n";
   fsync_latency_.Render("epoch_wal_fsync_seconds", &out);
   gauge("epoch_kv_revision", "Current store revision.", store_->CurrentRevision().value());
+  SnapshotStats snap = snapshots_->stats();
+  counter("epoch_snapshots_sent_total", "Raft snapshots streamed to followers.", snap.sent);
+  counter("epoch_snapshots_send_failed_total", "Raft snapshot transfers that failed.",
+          snap.send_failed);
+  counter("epoch_snapshots_received_total", "Raft snapshots received from the leader.",
+          snap.received);
+  counter("epoch_snapshots_installed_total", "Received snapshots installed.", snap.installed);
+  counter("epoch_log_compactions_total", "Automatic Raft log compactions.", snap.compactions);
+  gauge("epoch_raft_first_index", "First index still in the Raft log.",
+        wal_->FirstIndex().value());
   WatchHubStats watch = watch_service_->hub()->stats();
   gauge("epoch_watchers", "Watchers registered on this node.", watch.watchers);
   counter("epoch_watch_fallbacks_total", "Watchers that fell back to reading history.",

@@ -193,6 +193,52 @@ Result<LogIndex> KvStore::CreateCheckpoint(const std::string& dir) {
   return applied;
 }
 
+Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
+  rocksdb::DB* raw = nullptr;
+  EPOCH_RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), checkpoint_dir,
+                                                               &raw),
+                                  "open checkpoint " + checkpoint_dir));
+  std::unique_ptr<rocksdb::DB> image(raw);
+  Result<std::optional<Meta>> loaded = LoadMeta(image.get());
+  if (!loaded.ok()) return loaded.status().Annotate("checkpoint " + checkpoint_dir);
+  if (!loaded->has_value()) {
+    return Status::Corruption("checkpoint " + checkpoint_dir + " holds no store meta record");
+  }
+  const Meta meta = **loaded;
+  if (meta.applied < meta_.applied) {
+    return Status::FailedPrecondition(
+        "snapshot image at applied index " + std::to_string(meta.applied.value()) +
+        " is older than the store (applied " + std::to_string(meta_.applied.value()) + ")");
+  }
+  // Each operation of a batch gets the next sequence number, so the range deletion first covers
+  // only the old keys. Every key of the layout starts with a lowercase letter, below 0xff; keys
+  // at or past 0xff (none today) are deleted one by one.
+  rocksdb::WriteBatch batch;
+  const std::string high(1, '\xff');
+  EPOCH_RETURN_IF_ERROR(FromRocks(batch.DeleteRange(std::string(), high), "replace"));
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(high); it->Valid(); it->Next()) {
+      EPOCH_RETURN_IF_ERROR(FromRocks(batch.Delete(it->key()), "replace"));
+    }
+    EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "replace: scan"));
+  }
+  std::unique_ptr<rocksdb::Iterator> it(image->NewIterator(rocksdb::ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    EPOCH_RETURN_IF_ERROR(FromRocks(batch.Put(it->key(), it->value()), "replace"));
+  }
+  EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read checkpoint " + checkpoint_dir));
+  it.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EPOCH_RETURN_IF_ERROR(FromRocks(db_->Write(NoWalWrite(), &batch), "replace"));
+    meta_ = meta;
+  }
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return FromRocks(db_->Flush(fo), "flush after replace");
+}
+
 std::unique_ptr<KvStore::ReadState> KvStore::AcquireRead() const {
   std::lock_guard<std::mutex> lock(mu_);
   return std::make_unique<ReadState>(db_.get(), meta_);

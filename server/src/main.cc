@@ -1,5 +1,6 @@
 // epochd: one node of an Epoch cluster. Parses flags (CLI11), validates them, and runs an
 // EpochNode until SIGINT or SIGTERM.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "epoch/server/epoch_node.h"
+#include "epoch/server/snapshot_restore.h"
 
 namespace {
 
@@ -21,6 +23,7 @@ struct Flags {
   std::string initial_cluster_clients;
   std::string log_level = "info";
   int tick_ms = 10;
+  std::string restore_snapshot;
 };
 
 void AddFlags(CLI::App& app, Flags& f, NodeConfig& c) {
@@ -50,6 +53,35 @@ void AddFlags(CLI::App& app, Flags& f, NodeConfig& c) {
   app.add_option("--max-clock-drift", c.raft.max_clock_drift,
                  "Bound on the clock rate difference between members (0.05 = 5%)");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+  app.add_option("--snapshot-count", c.snapshot.compaction.trigger_entries,
+                 "Compact the Raft log once this many applied entries follow the last snapshot")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  app.add_option("--snapshot-bytes", c.snapshot.compaction.trigger_bytes,
+                 "... or once this many bytes of entries were appended since (0 = no byte trigger)");
+  app.add_option("--snapshot-catchup-entries", c.snapshot.compaction.keep_entries,
+                 "Entries kept in the log after a compaction, for followers that lag a little");
+  app.add_option("--snapshot-chunk-bytes", c.snapshot.send.chunk_bytes,
+                 "Chunk size of Raft snapshot transfers to followers")
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{16} << 20));
+  app.add_option("--restore-snapshot", f.restore_snapshot,
+                 "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
+                 "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");
+}
+
+// --restore-snapshot: the etcdctl snapshot restore step of a new cluster.
+int RestoreAndExit(const std::string& file, const NodeConfig& config) {
+  auto restored = epoch::server::RestoreSnapshot(file, config);
+  if (!restored.ok()) {
+    std::cerr << "epochd: cannot restore " << file << ": " << restored.status().ToString() << "\n";
+    return 1;
+  }
+  std::cout << fmt::format(
+      "restored {} (applied index {}, term {}, revision {}, from cluster {:x}) into {} as member "
+      "{} of a new {}-member cluster; its log starts after index {}\n",
+      file, restored->archive.applied_index, restored->archive.applied_term,
+      restored->archive.revision, restored->archive.cluster_id, config.data_dir, config.name,
+      restored->voters, restored->snapshot_index);
+  return 0;
 }
 
 epoch::Status Finish(const Flags& f, NodeConfig& c) {
@@ -91,6 +123,7 @@ int main(int argc, char** argv) {
     std::cerr << "epochd: " << valid.message() << "\n";
     return 2;
   }
+  if (!flags.restore_snapshot.empty()) return RestoreAndExit(flags.restore_snapshot, config);
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t signals;

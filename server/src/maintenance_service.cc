@@ -3,6 +3,7 @@
 #include <asio.hpp>
 
 #include "grpc_util.h"
+#include "snapshot_service.h"
 
 namespace epoch::server {
 
@@ -96,6 +97,20 @@ grpc::ServerUnaryReactor* MaintenanceService::MoveLeader(
         (*poll)();
       });
   return reactor;
+}
+
+grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
+    grpc::CallbackServerContext* ctx, const etcdserverpb::SnapshotRequest*) {
+  if (snapshots_ == nullptr) {
+    class Unimplemented final : public grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse> {
+     public:
+      Unimplemented() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no snapshots")); }
+      void OnDone() override { delete this; }
+    };
+    (void)ctx;
+    return new Unimplemented();
+  }
+  return StartSnapshotStream(node_, *snapshots_, snapshot_message_bytes_);
 }
 
 grpc::ServerUnaryReactor* ClusterService::MemberList(grpc::CallbackServerContext* ctx,

@@ -1,12 +1,15 @@
 // MaintenanceService (etcdserverpb.Maintenance) and ClusterService (etcdserverpb.Cluster): what
 // `etcdctl endpoint status/health`, `move-leader`, `alarm list` and `member list` need.
-// Snapshot, Defragment and membership changes are answered as unimplemented until they exist.
+// Snapshot streams an archive of a checkpoint (snapshot_service.h). Defragment and membership
+// changes are answered as unimplemented until they exist.
 #pragma once
 
 #include "epoch/server/node_context.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::server {
+
+class SnapshotManager;
 
 // The etcd API version we speak (what `etcdctl endpoint status` shows as VERSION).
 inline constexpr char kEtcdApiVersion[] = "3.5.0";
@@ -27,9 +30,19 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* MoveLeader(grpc::CallbackServerContext* ctx,
                                        const etcdserverpb::MoveLeaderRequest* request,
                                        etcdserverpb::MoveLeaderResponse* response) override;
+  grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* Snapshot(
+      grpc::CallbackServerContext* ctx, const etcdserverpb::SnapshotRequest* request) override;
+
+  // Before the service is registered. Without it, Snapshot answers UNIMPLEMENTED.
+  void SetSnapshots(SnapshotManager* snapshots, std::size_t message_bytes) {
+    snapshots_ = snapshots;
+    snapshot_message_bytes_ = message_bytes;
+  }
 
  private:
   NodeContext& node_;
+  SnapshotManager* snapshots_ = nullptr;
+  std::size_t snapshot_message_bytes_ = 64 << 10;
 };
 
 class ClusterService final : public etcdserverpb::Cluster::CallbackService {

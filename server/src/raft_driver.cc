@@ -189,20 +189,40 @@ void RaftDriver::Unreachable(NodeId peer) {
 
 void RaftDriver::Post(std::function<void()> fn) { asio::post(strand_, std::move(fn)); }
 
+void RaftDriver::ReportSnapshot(NodeId peer, bool ok) {
+  asio::post(strand_, [this, peer, ok] {
+    if (stopped_) return;
+    node_->ReportSnapshot(peer, ok);
+    MaybeHandleReady();
+  });
+}
+
 void RaftDriver::MaybeHandleReady() {
   if (stopped_ || ready_in_flight_ || !node_->HasReady()) return;
   auto ready = std::make_shared<raft::Ready>(node_->GetReady());
   ready_in_flight_ = true;
   if (ready->soft_state) OnSoftState(*ready->soft_state);
-  for (const raft::Message& m : ready->messages) sender_.Send(m);
+  for (const raft::Message& m : ready->messages) {
+    // The snapshot data travels out of band; the hooks report the transfer (ReportSnapshot).
+    if (m.type == raft::MessageType::kInstallSnapshot && snapshot_hooks_) {
+      snapshot_hooks_->SendSnapshot(m);
+    } else {
+      sender_.Send(m);
+    }
+  }
   if (ready->snapshot || !ready->entries.empty() || ready->hard_state) {
     if (ready->snapshot) {
-      // Installing a received state-machine image is not implemented yet (issue 6): refusing is
-      // the only safe answer, since applying entries after the snapshot to an older state would
-      // diverge.
-      return Fatal(Status::FailedPrecondition(
-          fmt::format("received a snapshot at index {} but snapshot install is not implemented",
-                      ready->snapshot->index)));
+      // The state machine takes the received image before the meta is persisted: after a crash
+      // in between, the old log replays onto a state that is ahead of it (entries at or below
+      // the applied index are skipped), never behind. Without an image, applying the entries
+      // after the snapshot to an older state would diverge: refuse.
+      Status installed = snapshot_hooks_
+                             ? snapshot_hooks_->InstallSnapshot(*ready->snapshot)
+                             : Status::FailedPrecondition("no snapshot support in this driver");
+      if (!installed.ok()) {
+        return Fatal(installed.Annotate(
+            fmt::format("install snapshot at index {}", ready->snapshot->index)));
+      }
     }
     log_.Persist(ready->snapshot, ready->entries, ready->hard_state, ready->must_sync,
                  [this, ready](Status status) {
@@ -221,6 +241,7 @@ void RaftDriver::AfterPersist(const std::shared_ptr<raft::Ready>& ready, const S
   if (ready->conf_state) sender_.OnMembership(*ready->conf_state);
   node_->Advance(*ready);
   ready_in_flight_ = false;
+  if (snapshot_hooks_) snapshot_hooks_->AfterAdvance(*ready, *node_);
   PublishStatus();
   if (!stopped_) MaybeHandleReady();
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "epoch/raft/config.h"
+#include "epoch/server/snapshot_options.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 
@@ -53,6 +54,9 @@ struct NodeConfig {
 
   // Client requests: how long a write waits for a leader to appear before failing.
   std::chrono::milliseconds leader_wait{3000};
+
+  // Log compaction and snapshot transfer (server/SNAPSHOT.md).
+  SnapshotOptions snapshot;
 
   [[nodiscard]] NodeId self_id() const { return raft.id; }
   [[nodiscard]] std::uint64_t cluster_id() const;

@@ -3,12 +3,14 @@
 // Order of work for each Ready (raft/DESIGN.md "Driving the core"), on the driver's strand:
 //   1. soft state: publish role/leader/term; on a leader change, fail pending reads (retryable);
 //   2. `messages`: send at once — the leader replicates while its own write is in flight;
-//   3. persist snapshot meta, entries, hard state through DurableLog (asynchronous; the strand
-//      keeps ticking and stepping messages meanwhile; a second Ready waits for this one);
+//      a kInstallSnapshot goes to the SnapshotHooks, which stream the image out of band;
+//   3. a snapshot: the hooks install the received image into the state machine (durably) first;
+//      then persist snapshot meta, entries, hard state through DurableLog (asynchronous; the
+//      strand keeps ticking and stepping messages meanwhile; a second Ready waits for this one);
 //   4. once durable: send `messages_after_persist` (votes, append responses);
 //   5. apply `committed_entries` to the StateMachine and answer the proposals waiting on them;
 //   6. serve `read_states` whose index is applied (others wait for the apply that reaches them);
-//   7. connect or drop peers on a new `conf_state`; 8. Advance.
+//   7. connect or drop peers on a new `conf_state`; 8. Advance; 9. the hooks may compact the log.
 // A persist error is fail-stop: the node logs it and exits (never retries an fsync).
 //
 // Who calls it: the gRPC services (Propose, ReadIndex, TransferLeadership — from any thread),
@@ -41,6 +43,20 @@ class MessageSender {
   virtual void Send(const raft::Message& message) = 0;
   // The applied membership changed: connect to new members, drop removed ones.
   virtual void OnMembership(const raft::ConfState& conf) = 0;
+};
+
+// Snapshots (server/SNAPSHOT.md; implemented by SnapshotManager). All calls on the strand.
+class SnapshotHooks {
+ public:
+  virtual ~SnapshotHooks() = default;
+  // A kInstallSnapshot from the core (step 2): stream the state-machine image to message.to out
+  // of band, then call RaftDriver::ReportSnapshot(message.to, ok) exactly once.
+  virtual void SendSnapshot(const raft::Message& message) = 0;
+  // Ready::snapshot (step 3): swap the received image into the state machine, durably, before
+  // the meta is persisted. A non-OK status is fatal.
+  virtual Status InstallSnapshot(const raft::SnapshotMeta& meta) = 0;
+  // After each Advance: log compaction (DurableLog::Compact) when the log grew enough.
+  virtual void AfterAdvance(const raft::Ready& ready, const raft::Node& node) = 0;
 };
 
 struct RaftDriverOptions {
@@ -96,6 +112,11 @@ class RaftDriver {
   void Unreachable(NodeId peer);
   // Runs `fn` on the driver's strand (e.g. a read of the state machine between applies).
   void Post(std::function<void()> fn);
+  // Before Start(). Without hooks, kInstallSnapshot is sent as a plain message and a received
+  // snapshot is fatal (driver tests).
+  void SetSnapshotHooks(SnapshotHooks* hooks) { snapshot_hooks_ = hooks; }
+  // Thread-safe: the snapshot transfer to `peer` finished (ok) or failed.
+  void ReportSnapshot(NodeId peer, bool ok);
   // Lease hooks (server/src/lease_manager.h), set before Start(); both run on the strand.
   // `stamp` sees every proposal just before it is serialized into the log (the leader stamps its
   // cluster clock, DESIGN.md §4, and picks lease IDs); `on_tick` runs after every tick.
@@ -141,6 +162,7 @@ class RaftDriver {
   DurableLog& log_;
   StateMachine& state_machine_;
   MessageSender& sender_;
+  SnapshotHooks* snapshot_hooks_ = nullptr;  // set before Start(), then read on the strand only
   std::unique_ptr<raft::Node> node_;
 
   std::function<void(v1::InternalRequest&)> stamp_hook_;  // set before Start()

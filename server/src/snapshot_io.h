@@ -1,0 +1,77 @@
+// Small helpers shared by the snapshot files: big-endian integers, whole-file POSIX I/O with
+// clear error messages, SHA-256 (OpenSSL EVP), and directory housekeeping.
+//
+// Who calls it: snapshot_archive.cc, snapshot_assembler.cc, snapshot_sender.cc,
+// snapshot_checkpoints.cc, snapshot_restore.cc. Threading: pure functions and per-object state.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "epoch/status.h"
+
+namespace epoch::server::snapshot_io {
+
+void PutU16(std::uint16_t v, std::string* out);
+void PutU32(std::uint32_t v, std::string* out);
+void PutU64(std::uint64_t v, std::string* out);
+[[nodiscard]] std::uint64_t GetBigEndian(const char* in, int bytes);
+
+// An open file descriptor, closed on destruction.
+class File {
+ public:
+  File() = default;
+  explicit File(int fd) : fd_(fd) {}
+  ~File();
+  File(File&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  File& operator=(File&& other) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] bool is_open() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+[[nodiscard]] Result<File> OpenForRead(const std::string& path);
+// Creates (or opens) for writing without truncating.
+[[nodiscard]] Result<File> OpenForWrite(const std::string& path);
+// Reads exactly n bytes at offset; an early end of file is an error naming the file.
+[[nodiscard]] Status ReadAt(const File& file, const std::string& path, std::uint64_t offset,
+                            char* out, std::size_t n);
+[[nodiscard]] Status WriteAt(const File& file, const std::string& path, std::uint64_t offset,
+                             std::string_view data);
+[[nodiscard]] Status SyncFile(const File& file, const std::string& path);
+[[nodiscard]] Status SyncDir(const std::string& dir);
+[[nodiscard]] Result<std::uint64_t> FileSize(const std::string& path);
+
+// True when `dir` does not exist or is an empty directory.
+[[nodiscard]] Result<bool> IsMissingOrEmpty(const std::string& dir);
+// Best-effort recursive removal (logs nothing; returns the error text for the caller).
+Status RemoveAll(const std::string& path);
+
+// Incremental SHA-256.
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  void Update(std::string_view data);
+  [[nodiscard]] std::array<unsigned char, 32> Finish();
+
+ private:
+  struct Ctx;
+  std::unique_ptr<Ctx> ctx_;
+};
+
+// A file name the snapshot formats accept: non-empty, at most 255 bytes, no '/', not "." or "..".
+[[nodiscard]] bool IsSafeFileName(std::string_view name);
+
+}  // namespace epoch::server::snapshot_io

@@ -1,0 +1,22 @@
+// Maintenance.Snapshot (etcdctl snapshot save): streams the archive of a fresh checkpoint of the
+// state machine as SnapshotResponse{remaining_bytes, blob} messages. The archive ends with the
+// SHA-256 trailer etcdctl checks (server/SNAPSHOT.md §1).
+//
+// Who calls it: MaintenanceService::Snapshot. Threading: a gRPC callback reactor; the checkpoint
+// is taken on the driver's strand, each message's bytes are read on the thread that completed
+// the previous write (gRPC's callback threads or the read pool), never on the strand.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "epoch/server/node_context.h"
+#include "etcdserverpb/rpc.pb.h"
+#include "snapshot_manager.h"
+
+namespace epoch::server {
+
+// Starts the stream; the reactor deletes itself when the RPC is done.
+grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* StartSnapshotStream(
+    NodeContext& node, SnapshotManager& snapshots, std::size_t message_bytes);
+
+}  // namespace epoch::server
