@@ -103,11 +103,25 @@ void LeaseManager::RenderMetrics(std::string* out) const {
   metric("counter", "epoch_lease_renewal_entries_total",
          "Batched renewal (lease_checkpoint) entries committed.", s.renewal_entries);
   metric("counter", "epoch_leases_expired_total", "Leases revoked by expiry.", s.expired);
+  metric("counter", "epoch_leases_granted_total", "Lease grants answered to this member's clients.",
+         s.grants);
+  metric("counter", "epoch_leases_revoked_total",
+         "Lease revokes answered to this member's clients.", s.revokes);
   *out += fmt::format(
       "# HELP epoch_lease_keepalive_seconds Keep-alive latency on the leader (arrival to "
       "answer).\n# TYPE epoch_lease_keepalive_seconds summary\n"
       "epoch_lease_keepalive_seconds_sum {}\nepoch_lease_keepalive_seconds_count {}\n",
       static_cast<double>(s.keepalive_latency_sum_us) / 1e6, s.keepalive_latency_count);
+}
+
+void LeaseManager::CountGrant() {
+  std::lock_guard lock(mu_);
+  ++stats_.grants;
+}
+
+void LeaseManager::CountRevoke() {
+  std::lock_guard lock(mu_);
+  ++stats_.revokes;
 }
 
 std::int64_t LeaseManager::MaxFailoverExtensionMs() const {

@@ -66,6 +66,8 @@ struct LeaseStats {
   std::int64_t max_start_stall_ms = -1;
   std::uint64_t keepalive_latency_count = 0;  // leader-side, arrival to answer
   std::uint64_t keepalive_latency_sum_us = 0;
+  std::uint64_t grants = 0;   // grants this member answered to its own clients
+  std::uint64_t revokes = 0;  // revokes this member answered to its own clients
 };
 
 class LeaseManager {
@@ -89,6 +91,10 @@ class LeaseManager {
   [[nodiscard]] LeaseStats Stats() const;
   // Prometheus text for /metrics: the counters of LeaseStats, the cluster clock and the bounds.
   void RenderMetrics(std::string* out) const;
+  // The services count the grants and revokes they answer (not those forwarded to them, which the
+  // forwarding member counts).
+  void CountGrant();
+  void CountRevoke();
   [[nodiscard]] const ClockTiming& timing() const { return timing_; }
   [[nodiscard]] std::int64_t MaxFailoverExtensionMs() const;
   [[nodiscard]] std::int64_t MaxExtensionMs(std::int64_t ttl_ms) const;

@@ -73,7 +73,8 @@ grpc::ServerUnaryReactor* EtcdLeaseService::LeaseGrant(grpc::CallbackServerConte
   internal.mutable_lease_grant()->set_id(request->id());
   internal.mutable_lease_grant()->set_ttl_ms(ttl_s * 1000);
   return WriteThroughLog(node_, ctx, std::move(internal),
-                         [this, response](const v1::InternalResponse& r) {
+                         [this, response, mine = !IsForwarded(ctx)](const v1::InternalResponse& r) {
+                           if (mine) leases_.CountGrant();
                            const v1::LeaseGrantResult& g = r.lease_grant();
                            *response->mutable_header() = g.header();
                            response->set_id(g.id());
@@ -88,7 +89,8 @@ grpc::ServerUnaryReactor* EtcdLeaseService::LeaseRevoke(grpc::CallbackServerCont
   v1::InternalRequest internal;
   *internal.mutable_lease_revoke() = *request;
   return WriteThroughLog(node_, ctx, std::move(internal),
-                         [this, response](const v1::InternalResponse& r) {
+                         [this, response, mine = !IsForwarded(ctx)](const v1::InternalResponse& r) {
+                           if (mine) leases_.CountRevoke();
                            *response = r.lease_revoke();
                            node_.FillHeader(response->mutable_header());
                          });
@@ -159,7 +161,8 @@ grpc::ServerUnaryReactor* V1LeaseService::Grant(grpc::CallbackServerContext* ctx
   internal.mutable_lease_grant()->set_id(request->id());
   internal.mutable_lease_grant()->set_ttl_ms(std::max(request->ttl_ms(), leases_.MinTtlMs()));
   return WriteThroughLog(node_, ctx, std::move(internal),
-                         [this, response](const v1::InternalResponse& r) {
+                         [this, response, mine = !IsForwarded(ctx)](const v1::InternalResponse& r) {
+                           if (mine) leases_.CountGrant();
                            const v1::LeaseGrantResult& g = r.lease_grant();
                            *response->mutable_header() = g.header();
                            response->set_id(g.id());

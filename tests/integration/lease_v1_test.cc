@@ -1,0 +1,158 @@
+// epoch.v1.Lease against a real 3-node cluster: millisecond TTLs (raised to the minimum), Status
+// with the deadline on the cluster clock, the maximum extension and the attached keys' fencing
+// tokens, keep-alives over the v1 stream through a follower, expiry of a millisecond lease, the
+// clock status and the lease metrics.
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "epoch/v1/epoch.grpc.pb.h"
+#include "support.h"
+
+namespace epoch::integration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+grpc::ClientContext* WithDeadline(grpc::ClientContext* ctx) {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  return ctx;
+}
+
+v1::LeaseGrantResponse Grant(v1::Lease::Stub& stub, std::int64_t ttl_ms) {
+  v1::LeaseGrantRequest request;
+  request.set_ttl_ms(ttl_ms);
+  v1::LeaseGrantResponse response;
+  grpc::ClientContext ctx;
+  grpc::Status s = stub.Grant(WithDeadline(&ctx), request, &response);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return response;
+}
+
+v1::LeaseStatusResponse StatusOf(v1::Lease::Stub& stub, std::int64_t id, bool keys) {
+  v1::LeaseStatusRequest request;
+  request.set_id(id);
+  request.set_keys(keys);
+  v1::LeaseStatusResponse response;
+  grpc::ClientContext ctx;
+  grpc::Status s = stub.Status(WithDeadline(&ctx), request, &response);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return response;
+}
+
+TEST_CASE("epoch.v1 lease: millisecond TTLs, status on the cluster clock, fencing tokens",
+          "[integration][lease][v1]") {
+  auto cluster = StartCluster();
+  Result<int> leader = cluster->WaitHealthy(std::chrono::seconds(20));
+  REQUIRE(leader.ok());
+  const int follower = (*leader + 1) % cluster->size();
+  auto lease = v1::Lease::NewStub(cluster->Channel(follower));
+
+  v1::ClockStatusResponse clock;
+  {
+    grpc::ClientContext ctx;
+    REQUIRE(lease->ClockStatus(WithDeadline(&ctx), {}, &clock).ok());
+  }
+  // 1.5 election floors of the test cluster (150 ms).
+  CHECK(clock.min_ttl_ms() == 225);
+  CHECK(clock.max_failover_extension_ms() > clock.clock_tick_interval_ms());
+  CHECK_FALSE(clock.leader_clock_running());  // asked a follower
+
+  // Below the minimum: raised.
+  CHECK(Grant(*lease, 50).ttl_ms() == 225);
+
+  v1::LeaseGrantResponse g = Grant(*lease, 1500);
+  CHECK(g.ttl_ms() == 1500);
+  CHECK(g.deadline_cluster_ms() > 0);
+  auto kv = etcdserverpb::KV::NewStub(cluster->Channel(*leader));
+  etcdserverpb::PutRequest put;
+  put.set_key("job/1");
+  put.set_value("w1");
+  put.set_lease(g.id());
+  etcdserverpb::PutResponse put_response;
+  {
+    grpc::ClientContext ctx;
+    REQUIRE(kv->Put(WithDeadline(&ctx), put, &put_response).ok());
+  }
+
+  auto on_leader = v1::Lease::NewStub(cluster->Channel(*leader));
+  v1::LeaseStatusResponse st = StatusOf(*on_leader, g.id(), true);
+  REQUIRE(st.found());
+  CHECK(st.granted_ttl_ms() == 1500);
+  CHECK(st.deadline_cluster_ms() == g.deadline_cluster_ms());  // not renewed since
+  CHECK(st.remaining_ttl_ms() == st.deadline_cluster_ms() - st.now_cluster_ms());
+  CHECK(st.remaining_ttl_ms() > 0);
+  CHECK(st.remaining_ttl_ms() <= 1500);
+  // The bound for this lease: the failover bound plus drift over the TTL, the expiry check and
+  // a commit.
+  CHECK(st.max_extension_ms() > clock.max_failover_extension_ms());
+  REQUIRE(st.keys_size() == 1);
+  CHECK(st.keys(0).key() == "job/1");
+  CHECK(st.keys(0).fencing_token() == put_response.header().revision());  // its create_revision
+
+  // Keep it alive over the v1 stream through the follower for 3 s (two TTLs).
+  {
+    grpc::ClientContext ctx;
+    auto stream = lease->KeepAlive(&ctx);
+    v1::LeaseKeepAliveRequest request;
+    request.set_id(g.id());
+    const auto until = Clock::now() + std::chrono::seconds(3);
+    int answered = 0;
+    for (int i = 0; i < 20 && Clock::now() < until; ++i) {
+      REQUIRE(stream->Write(request));
+      v1::LeaseKeepAliveResponse response;
+      REQUIRE(stream->Read(&response));
+      CHECK(response.id() == g.id());
+      CHECK(response.ttl_ms() == 1500);
+      CHECK(response.deadline_cluster_ms() > g.deadline_cluster_ms());
+      ++answered;
+      std::this_thread::sleep_for(milliseconds(300));  // the keep-alive cadence (TTL / 5)
+    }
+    CHECK(answered >= 8);
+    stream->WritesDone();
+    CHECK(stream->Finish().ok());
+  }
+  CHECK(StatusOf(*on_leader, g.id(), false).found());
+
+  // Unknown lease: Renew answers TTL 0.
+  {
+    v1::LeaseKeepAliveRequest request;
+    request.set_id(777);
+    v1::LeaseKeepAliveResponse response;
+    grpc::ClientContext ctx;
+    REQUIRE(lease->Renew(WithDeadline(&ctx), request, &response).ok());
+    CHECK(response.ttl_ms() == 0);
+  }
+
+  // Left alone, the lease expires about 1.5 s after its last renewal and its key goes with it.
+  const auto give_up = Clock::now() + std::chrono::seconds(15);
+  bool gone = false;
+  while (!gone && Clock::now() < give_up) {
+    gone = !StatusOf(*on_leader, g.id(), false).found();
+    if (!gone) std::this_thread::sleep_for(milliseconds(50));  // polling, not a fixed wait
+  }
+  REQUIRE(gone);
+  CHECK(MustRange(*cluster, *leader, "job/1").kvs_size() == 0);
+
+  // The lease metrics on the leader.
+  Result<test::HttpResponse> metrics = cluster->Http(*leader, "/metrics");
+  REQUIRE(metrics.ok());
+  for (const char* name :
+       {"epoch_cluster_clock_running 1", "epoch_leases_expired_total",
+        "epoch_lease_max_failover_extension_ms", "epoch_lease_renewal_entries_total",
+        "epoch_lease_keepalive_seconds_count", "epoch_cluster_time_ms"}) {
+    INFO(name);
+    CHECK(metrics->body.find(name) != std::string::npos);
+  }
+  // Both leases of this test expired on this leader's watch.
+  const std::string expired = "\nepoch_leases_expired_total ";
+  const std::size_t at = metrics->body.find(expired);
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoll(metrics->body.substr(at + expired.size())) == 2);
+}
+
+}  // namespace
+}  // namespace epoch::integration
