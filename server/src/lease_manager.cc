@@ -140,9 +140,19 @@ std::int64_t LeaseManager::MinTtlMs() const {
 // --- strand ---------------------------------------------------------------------------------
 
 void LeaseManager::StampProposal(v1::InternalRequest& request) {
-  request.set_cluster_time_ms(clock_.Stamp(Now()));
-  if (request.has_lease_grant() && request.lease_grant().id() == 0) {
+  const TimePoint now = Now();
+  const std::int64_t stamp = clock_.Stamp(now);
+  request.set_cluster_time_ms(stamp);
+  if (!request.has_lease_grant()) return;
+  if (request.lease_grant().id() == 0) {
     request.mutable_lease_grant()->set_id(ChooseLeaseId().value());
+  }
+  if (stamp > 0) {
+    // Applied, this grant's deadline is exactly stamp + TTL (stamps are the state machine's
+    // clock). Before the clock runs there is no expiry check to inform.
+    const std::int64_t deadline = stamp + request.lease_grant().ttl_ms();
+    next_possible_expiry_ms_ = std::min(next_possible_expiry_ms_, deadline);
+    recent_grants_.emplace_back(now, deadline);
   }
 }
 
@@ -191,6 +201,8 @@ void LeaseManager::ObserveLeadership(TimePoint now) {
   KvStore& store = node_.store();
   if (clock_.MaybeStart(store.AppliedIndex(), store.ClusterTimeMs(), now)) {
     next_expiry_check_ = now;
+    next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+    recent_grants_.clear();
     std::optional<std::int64_t> stall = clock_.last_start_stall_ms();
     spdlog::info("node={:x} term={} cluster clock starts at {} ms (stood still {} ms)",
                  node_.config().self_id(), status.term, store.ClusterTimeMs(), stall ? *stall : -1);
@@ -208,6 +220,8 @@ void LeaseManager::LeaveLeadership(const Status& reason) {
   if (clock_.leading()) clock_.StepDown();
   in_flight_.Reset();
   ++generation_;
+  next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+  recent_grants_.clear();
   KeepAliveBatcher::Batch batch = batcher_.Take();
   for (auto& w : batch.waiters) {
     KeepAliveOutcome out;
@@ -361,19 +375,52 @@ void LeaseManager::ProposeRenewals(std::vector<LeaseId> ids,
 }
 
 void LeaseManager::CheckExpiry(TimePoint now) {
-  Result<std::vector<LeaseId>> expired =
-      node_.store().ExpiredLeases(clock_.Now(now), options_.revokes_per_check);
-  if (!expired.ok()) {
+  const std::int64_t now_cluster_ms = clock_.Now(now);
+  if (now_cluster_ms < next_possible_expiry_ms_ && now < next_full_scan_) return;
+  next_full_scan_ = now + options_.full_scan_interval;
+  Result<std::vector<LeaseInfo>> leases = node_.store().Leases();
+  if (!leases.ok()) {
     spdlog::error("node={:x} lease expiry check: {}", node_.config().self_id(),
-                  expired.status().ToString());
+                  leases.status().ToString());
+    next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
     return;
   }
-  for (LeaseId id : in_flight_.SelectExpiries(*expired)) {
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.expiry_scans;
+  }
+  std::vector<LeaseId> expired;
+  std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+  bool over_cap = false;
+  for (const LeaseInfo& l : *leases) {
+    if (l.deadline_cluster_ms > now_cluster_ms) {
+      earliest = std::min(earliest, l.deadline_cluster_ms);
+    } else if (expired.size() < options_.revokes_per_check) {
+      expired.push_back(l.id);
+    } else {
+      over_cap = true;
+    }
+  }
+  while (!recent_grants_.empty() &&
+         recent_grants_.front().first + options_.full_scan_interval < now) {
+    recent_grants_.pop_front();
+  }
+  for (const auto& [stamped, deadline] : recent_grants_) earliest = std::min(earliest, deadline);
+  std::vector<LeaseId> selected = in_flight_.SelectExpiries(expired);
+  // Expired leases this check does not revoke (over the cap, a renewal or revoke in flight) are
+  // looked at again by the next one.
+  if (over_cap || selected.size() != expired.size()) earliest = now_cluster_ms;
+  next_possible_expiry_ms_ = earliest;
+  for (LeaseId id : selected) {
     v1::InternalRequest request;
     request.mutable_lease_revoke()->set_id(id.value());
     node_.driver().Propose(std::move(request), [this, id, generation = generation_](
                                                    const Status& s, const v1::InternalResponse&) {
-      if (generation == generation_) in_flight_.ExpiryDone(id);
+      if (generation == generation_) {
+        in_flight_.ExpiryDone(id);
+        // Not revoked (a dropped proposal): look again at the next check.
+        if (!s.ok()) next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+      }
       if (s.ok()) {
         std::lock_guard lock(mu_);
         ++stats_.expired;

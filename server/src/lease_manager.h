@@ -11,8 +11,11 @@
 //     is unknown or past its deadline on the leader's clock is answered TTL = 0 without renewing;
 //     the response header is captured when the keep-alive arrives, before renewing;
 //   - every expiry_check_interval the leader proposes a revoke for each lease whose deadline
-//     passed (KvStore::ExpiredLeases); the state machine deletes its keys in one revision. A lease
-//     is never renewed and revoked at once (LeaseInFlight explains the race this closes).
+//     passed; the state machine deletes its keys in one revision. A lease is never renewed and
+//     revoked at once (LeaseInFlight explains the race this closes). Reading the lease table is
+//     O(leases) on the strand, so a check skips the read while no deadline can have passed yet:
+//     the earliest deadline at the last read, lowered by every grant stamped since (renewals only
+//     move deadlines later); a full read still happens every full_scan_interval.
 // On a follower, KeepAlive forwards each keep-alive to the leader's epoch.v1.Lease/Renew (unary,
 // marked forwarded so it never takes a second hop); when no leader is known it fails at once and
 // the client's next keep-alive (clientv3 resends every 500 ms until answered) tries again.
@@ -28,7 +31,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -45,6 +50,9 @@ class LeaseForwarder;
 struct LeaseOptions {
   std::chrono::milliseconds clock_tick_interval{100};
   std::chrono::milliseconds expiry_check_interval{20};
+  // Safety net: the lease table is read at least this often, even when no deadline can have
+  // passed (and a grant stamped this long ago is assumed applied).
+  std::chrono::milliseconds full_scan_interval{1000};
   // Keep-alives wait at most this long (rounded up to a driver tick) to share a renewal entry.
   std::chrono::milliseconds keepalive_window{5};
   std::size_t keepalive_batch_max = 1024;
@@ -60,6 +68,7 @@ struct LeaseStats {
   std::uint64_t keepalives = 0;           // keep-alives answered OK (any TTL)
   std::uint64_t renewal_entries = 0;      // lease_checkpoint entries committed
   std::uint64_t expired = 0;              // leases revoked by expiry
+  std::uint64_t expiry_scans = 0;         // reads of the lease table by the expiry check
   std::uint64_t clock_ticks = 0;          // ClockTick entries committed
   std::uint64_t clock_starts = 0;         // times this node started the clock as a new leader
   std::int64_t last_start_stall_ms = -1;  // ClusterClock::last_start_stall_ms, -1 if none
@@ -135,6 +144,13 @@ class LeaseManager {
   std::uint64_t generation_ = 0;
   bool clock_tick_in_flight_ = false;
   TimePoint next_expiry_check_;
+  // No lease can expire before this cluster time: the earliest deadline at the last read of the
+  // lease table, lowered by grants stamped since. The lowest value forces a read.
+  std::int64_t next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+  TimePoint next_full_scan_;
+  // Grants stamped within the last full_scan_interval (stamp time, deadline): a read of the table
+  // may not see them applied yet.
+  std::deque<std::pair<TimePoint, std::int64_t>> recent_grants_;
   std::mt19937_64 id_rng_;
 
   // Published for other threads.

@@ -322,6 +322,33 @@ TEST_CASE(
   CHECK_FALSE(node.HasKey("held"));
 }
 
+TEST_CASE("lease manager: the lease table is read only when a deadline may have passed",
+          "[server][lease][manager]") {
+  LeaseOptions options;
+  options.full_scan_interval = std::chrono::hours(1);  // no safety-net reads during the test
+  LeaseNode node(options);
+  v1::LeaseGrantResult long_lease = node.Grant(60'000);
+  // Let a check read the table (it learns the earliest deadline: 60 s away).
+  node.Jump(50ms);
+  REQUIRE(Eventually([&] { return node.leases().Stats().expiry_scans >= 1; }));
+  node.Barrier();
+  const std::uint64_t scans = node.leases().Stats().expiry_scans;
+  const std::uint64_t ticks = node.leases().Stats().clock_ticks;
+  node.Jump(1s);
+  // A ClockTick after the jump means expiry checks ran after it too (same tick handler).
+  REQUIRE(Eventually([&] { return node.leases().Stats().clock_ticks > ticks; }));
+  CHECK(node.leases().Stats().expiry_scans == scans);
+
+  // A shorter lease granted since lowers the earliest possible expiry: it still expires on time.
+  v1::LeaseGrantResult short_lease = node.Grant(500);
+  node.Put("short", short_lease.id());
+  node.Jump(700ms);
+  REQUIRE(Eventually([&] { return !node.Lease(short_lease.id()).has_value(); }));
+  CHECK_FALSE(node.HasKey("short"));
+  CHECK(node.Lease(long_lease.id()).has_value());
+  CHECK(node.leases().Stats().expiry_scans > scans);
+}
+
 TEST_CASE("lease manager: an idle leader's clock ticks reach the log", "[server][lease][manager]") {
   LeaseNode node;
   const std::int64_t before = node.store().ClusterTimeMs();
