@@ -201,7 +201,8 @@ Status EpochNode::Impl::StartNetwork() {
         raftpb::Frame parsed;
         if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size())) ||
             !parsed.has_message()) {
-          spdlog::warn("node={} dropping an unparsable peer frame", config_.name);
+          spdlog::warn("node={} dropping a peer frame: unparsable or without a message",
+                       config_.name);
           return;
         }
         // Snapshot chunks and their acknowledgements never reach the core directly.
@@ -252,6 +253,9 @@ Status EpochNode::Impl::StartNetwork() {
   state_machine_->SetAppliedHook([hub = watch_service_->hub()](LogIndex, const ApplyResult& r) {
     hub->Publish(r.revision, r.events);
   });
+  // An installed snapshot makes the store's revision jump: watchers catch up from history.
+  snapshots_->SetInstalledCallback(
+      [hub = watch_service_->hub()](const raft::SnapshotMeta&) { hub->Resync(); });
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen_client.ToString(), grpc::InsecureServerCredentials(),

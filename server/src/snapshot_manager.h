@@ -86,7 +86,7 @@ class SnapshotManager final : public SnapshotHooks {
   void OpenArchive(ArchiveCallback done);
 
   // Runs on the strand after an image replaced the state machine (watch and lease bookkeeping
-  // that caches store state must resynchronise). Set before Start().
+  // that caches store state must resynchronise). Set before the driver starts.
   void SetInstalledCallback(std::function<void(const raft::SnapshotMeta&)> callback) {
     on_installed_ = std::move(callback);
   }
