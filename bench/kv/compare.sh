@@ -8,7 +8,7 @@
 #   epoch: deploy/local-cluster.sh (client ports 22379/22389/22399);
 #   etcd:  /usr/bin/etcd, default settings (fsync on, heartbeat 100 ms, election 1000 ms),
 #          client ports 32379/32389/32399, peer ports 32380/32390/32400.
-# Data dirs and logs live in $BENCH_DIR (default /tmp/epoch-bench.XXXX, kept for inspection).
+# Logs and results live in $BENCH_DIR (default /tmp/epoch-bench.XXXX, kept for inspection).
 # Prints one table with both results and the ratios epoch/etcd.
 #
 # Environment (all optional):
@@ -22,6 +22,7 @@
 #   BENCH_KEYS        key space (1000)                    BENCH_VALUE    value bytes (256)
 #   BENCH_SYSTEMS     "epoch etcd" (default), or just one of them
 #   BENCH_CELLS       subset of cell names to run (default: all, see `cells` below)
+#   BENCH_KEEP_DATA   1 keeps the clusters' data dirs (removed by default; logs are always kept)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -74,7 +75,20 @@ epoch_endpoints=127.0.0.1:22379,127.0.0.1:22389,127.0.0.1:22399
 etcd_endpoints=127.0.0.1:32379,127.0.0.1:32389,127.0.0.1:32399
 
 start_epoch() { env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" start; }
-stop_epoch() { env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" stop || true; }
+wait_exit() {  # pid...: bounded wait, so the next system does not share the CPU with a dying one
+  local pid
+  for pid in "$@"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+}
+
+stop_epoch() {
+  local pids
+  pids=$(cat "$dir"/epoch/n*.pid 2>/dev/null || true)
+  env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" stop || true
+  # shellcheck disable=SC2086
+  wait_exit $pids
+}
 
 start_etcd() {
   mkdir -p "$dir/etcd"
@@ -103,13 +117,19 @@ stop_etcd() {
     [ -f "$f" ] || continue
     pid=$(cat "$f")
     kill "$pid" 2>/dev/null || true
-    # wait (bounded) so the next system does not share the CPU with a dying one
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    wait_exit "$pid"
     rm -f "$f"
   done
 }
 
-cleanup() { stop_epoch; stop_etcd; }
+# Data dirs hold up to a GB after a run: removed once their cluster is stopped, logs kept.
+drop_data() {
+  [ "${BENCH_KEEP_DATA:-0}" = 1 ] && return 0
+  local d
+  for d in "$dir"/epoch/n[0-9]* "$dir"/etcd/e[0-9]*; do [ -d "$d" ] && rm -rf "$d"; done
+  return 0
+}
+cleanup() { stop_epoch; stop_etcd; drop_data; }
 trap cleanup EXIT
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -150,8 +170,8 @@ run_matrix() {  # system endpoints pid-files-glob
 
 for s in $systems; do
   case $s in
-    epoch) start_epoch; run_matrix epoch "$epoch_endpoints" "$dir/epoch/n*.pid"; stop_epoch ;;
-    etcd) start_etcd; run_matrix etcd "$etcd_endpoints" "$dir/etcd/e*.pid"; stop_etcd ;;
+    epoch) start_epoch; run_matrix epoch "$epoch_endpoints" "$dir/epoch/n*.pid"; stop_epoch; drop_data ;;
+    etcd) start_etcd; run_matrix etcd "$etcd_endpoints" "$dir/etcd/e*.pid"; stop_etcd; drop_data ;;
     *) echo "unknown system $s" >&2; exit 2 ;;
   esac
 done
