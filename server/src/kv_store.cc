@@ -3,6 +3,7 @@
 #include "epoch/server/kv_store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/utilities/write_batch_with_index.h>
 
@@ -210,33 +211,37 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
         "snapshot image at applied index " + std::to_string(meta.applied.value()) +
         " is older than the store (applied " + std::to_string(meta_.applied.value()) + ")");
   }
-  // Each operation of a batch gets the next sequence number, so the range deletion first covers
-  // only the old keys. Every key of the layout starts with a lowercase letter, below 0xff; keys
-  // at or past 0xff (none today) are deleted one by one.
-  rocksdb::WriteBatch batch;
-  const std::string high(1, '\xff');
-  EPOCH_RETURN_IF_ERROR(FromRocks(batch.DeleteRange(std::string(), high), "replace"));
+  // One external SST file: a range deletion of the whole key space (every key of the layout
+  // starts with a lowercase letter, below 0xff) and every key of the image, streamed to disk.
+  // An ingested file gets one sequence number for all its entries, and a range deletion covers
+  // only older sequence numbers: the file deletes the old state and brings the new one in one
+  // atomic, durable step (a MANIFEST edit) without holding the image in memory.
+  const std::string sst = checkpoint_dir + ".ingest.sst";
   {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek(high); it->Valid(); it->Next()) {
-      EPOCH_RETURN_IF_ERROR(FromRocks(batch.Delete(it->key()), "replace"));
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), db_->GetOptions());
+    EPOCH_RETURN_IF_ERROR(FromRocks(writer.Open(sst), "create " + sst));
+    EPOCH_RETURN_IF_ERROR(FromRocks(writer.DeleteRange(std::string(), std::string(1, '\xff')),
+                                    "write " + sst));
+    std::unique_ptr<rocksdb::Iterator> it(image->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      EPOCH_RETURN_IF_ERROR(FromRocks(writer.Put(it->key(), it->value()), "write " + sst));
     }
-    EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "replace: scan"));
+    EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read checkpoint " + checkpoint_dir));
+    EPOCH_RETURN_IF_ERROR(FromRocks(writer.Finish(), "finish " + sst));
   }
-  std::unique_ptr<rocksdb::Iterator> it(image->NewIterator(rocksdb::ReadOptions()));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    EPOCH_RETURN_IF_ERROR(FromRocks(batch.Put(it->key(), it->value()), "replace"));
-  }
-  EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read checkpoint " + checkpoint_dir));
-  it.reset();
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;  // a hard link: same file system as the store
+  Status ingested;
   {
+    // Under mu_: a reader pairs its RocksDB snapshot with meta_, so it sees the old state with
+    // the old meta or the new state with the new meta.
     std::lock_guard<std::mutex> lock(mu_);
-    EPOCH_RETURN_IF_ERROR(FromRocks(db_->Write(NoWalWrite(), &batch), "replace"));
-    meta_ = meta;
+    ingested = FromRocks(db_->IngestExternalFile({sst}, ingest), "ingest " + sst);
+    if (ingested.ok()) meta_ = meta;
   }
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  return FromRocks(db_->Flush(fo), "flush after replace");
+  std::error_code ec;
+  std::filesystem::remove(sst, ec);
+  return ingested;
 }
 
 std::unique_ptr<KvStore::ReadState> KvStore::AcquireRead() const {

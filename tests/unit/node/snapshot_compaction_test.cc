@@ -74,6 +74,7 @@ TEST_CASE("install: ReplaceWithCheckpoint swaps the whole state in place, durabl
     Put(*follower, 2, "k1", "old");
     Put(*follower, 3, "only-on-follower", "x");
     REQUIRE(follower->ReplaceWithCheckpoint(tmp.Sub("ckpt")).ok());
+    CHECK(!std::filesystem::exists(tmp.Sub("ckpt") + ".ingest.sst"));  // moved into the store
     CHECK(follower->AppliedIndex() == LogIndex(41));
     CHECK(Get(*follower, "k1") == "new");
     CHECK(Get(*follower, "k40") == "new");

@@ -118,11 +118,12 @@ class KvStore {
   // returns the applied index it contains.
   Result<LogIndex> CreateCheckpoint(const std::string& dir);
   // Replaces the whole state with the checkpoint in `checkpoint_dir` (a Raft snapshot received
-  // from the leader), in place: one RocksDB write batch deletes every key and writes every key of
-  // the checkpoint, so readers see the old state or the new one, never a mix; then flushes, so
-  // the new state is durable before the caller records the snapshot in the Raft log. The batch
-  // holds the whole image in memory. FailedPrecondition if the image's applied index is below
-  // AppliedIndex() (it would move the state machine backwards).
+  // from the leader), in place: one ingested SST file deletes every key and brings every key of
+  // the checkpoint, so readers see the old state or the new one, never a mix, and the new state
+  // is durable when this returns (before the caller records the snapshot in the Raft log). The
+  // file is written next to `checkpoint_dir` (same file system) and streamed: the image is never
+  // in memory. FailedPrecondition if the image's applied index is below AppliedIndex() (it would
+  // move the state machine backwards).
   Status ReplaceWithCheckpoint(const std::string& checkpoint_dir);
 
   // --- any thread -------------------------------------------------------------------------
