@@ -2,7 +2,9 @@
 // snapshot install (KvStore::ReplaceWithCheckpoint), on a real RocksDB.
 #include "epoch/server/snapshot_compaction.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "snapshot_test_util.h"
 
@@ -106,6 +108,61 @@ TEST_CASE("install: an image older than the store is refused and changes nothing
   CHECK(store->AppliedIndex() == LogIndex(10));
   CHECK(Get(*store, "k") == "v10");
   CHECK(!store->ReplaceWithCheckpoint(tmp.Sub("missing")).ok());
+}
+
+}  // namespace epoch::server
+
+namespace epoch::server {
+
+TEST_CASE("install: concurrent readers see the old state or the new one, never a mix",
+          "[snapshot]") {
+  using namespace snapshot_testing;
+  TempDir tmp;
+  constexpr int kKeys = 200;
+  {
+    auto leader = OpenStore(tmp.Sub("leader"));
+    for (int i = 0; i < kKeys; ++i) Put(*leader, 1000 + i, fmt::format("k{:03}", i), "new");
+    REQUIRE(leader->CreateCheckpoint(tmp.Sub("ckpt")).ok());
+  }
+  auto follower = OpenStore(tmp.Sub("follower"));
+  for (int i = 0; i < kKeys; ++i) Put(*follower, 2 + i, fmt::format("k{:03}", i), "old");
+
+  std::atomic<bool> installed{false};
+  std::atomic<int> reads_after{0};
+  std::atomic<int> mixed{0};
+  std::atomic<int> wrong_count{0};
+  std::thread reader([&] {
+    etcdserverpb::RangeRequest request;
+    request.set_key("k");
+    request.set_range_end("l");
+    // Bounded: stops 20 reads after the install, or after 100,000 reads in all.
+    for (int n = 0; n < 100'000 && reads_after.load() < 20; ++n) {
+      const bool after = installed.load();
+      auto response = follower->Range(request);
+      if (!response.ok() || response->kvs_size() != kKeys) {
+        ++wrong_count;
+        continue;
+      }
+      const std::string& first = response->kvs(0).value();
+      for (const auto& kv : response->kvs()) {
+        if (kv.value() != first) {
+          ++mixed;
+          break;
+        }
+      }
+      if (after) {
+        if (first != "new") ++mixed;
+        ++reads_after;
+      }
+    }
+  });
+  REQUIRE(follower->ReplaceWithCheckpoint(tmp.Sub("ckpt")).ok());
+  installed = true;
+  reader.join();
+  CHECK(reads_after.load() == 20);
+  CHECK(mixed.load() == 0);
+  CHECK(wrong_count.load() == 0);
+  CHECK(follower->AppliedIndex() == LogIndex(1000 + kKeys - 1));
 }
 
 }  // namespace epoch::server
