@@ -61,8 +61,8 @@ void SnapshotManager::Stop() {
   // (the driver is stopping); the receivers time them out.
   outgoing_.clear();
   std::lock_guard lock(mu_);
-  if (ready_image_) (void)snapshot_io::RemoveAll(ready_image_->dir);
-  ready_image_.reset();
+  for (const auto& [key, dir] : ready_images_) (void)snapshot_io::RemoveAll(dir);
+  ready_images_.clear();
 }
 
 SnapshotStats SnapshotManager::stats() const {
@@ -230,9 +230,16 @@ void SnapshotManager::KeepReadyImage(const AssembledSnapshot& image,
                image.meta.index, image.meta.term, image.from, image.transfer_id);
   {
     std::lock_guard lock(mu_);
-    // Only the newest image is kept: an older one the core never asked for is obsolete.
-    if (ready_image_) (void)snapshot_io::RemoveAll(ready_image_->dir);
-    ready_image_ = ReadyImage{image.meta, image.dir};
+    const ImageKey key{image.meta.index, image.meta.term};
+    auto [it, inserted] = ready_images_.try_emplace(key, image.dir);
+    if (!inserted) {  // the same snapshot again: keep the newer copy
+      (void)snapshot_io::RemoveAll(it->second);
+      it->second = image.dir;
+    }
+    while (ready_images_.size() > kReadyImagesMax) {
+      (void)snapshot_io::RemoveAll(ready_images_.begin()->second);
+      ready_images_.erase(ready_images_.begin());
+    }
     ++stats_.received;
   }
   // The core sees the InstallSnapshot only now that the image is on disk (raft/DESIGN.md §5).
@@ -240,13 +247,18 @@ void SnapshotManager::KeepReadyImage(const AssembledSnapshot& image,
 }
 
 Status SnapshotManager::InstallSnapshot(const raft::SnapshotMeta& meta) {
-  std::optional<ReadyImage> image;
+  std::optional<std::string> image;
   {
     std::lock_guard lock(mu_);
-    if (ready_image_ && ready_image_->meta.index == meta.index &&
-        ready_image_->meta.term == meta.term) {
-      image = std::move(ready_image_);
-      ready_image_.reset();
+    auto it = ready_images_.find(ImageKey{meta.index, meta.term});
+    if (it != ready_images_.end()) {
+      image = std::move(it->second);
+      ready_images_.erase(it);
+    }
+    // Images at or below this one are obsolete now; newer ones may still be asked for.
+    while (!ready_images_.empty() && ready_images_.begin()->first.first <= meta.index) {
+      (void)snapshot_io::RemoveAll(ready_images_.begin()->second);
+      ready_images_.erase(ready_images_.begin());
     }
   }
   if (!image) {
@@ -255,8 +267,8 @@ Status SnapshotManager::InstallSnapshot(const raft::SnapshotMeta& meta) {
         fmt::format("the core installs snapshot {}/t{} but no received image matches it",
                     meta.index, meta.term));
   }
-  Status replaced = store_.ReplaceWithCheckpoint(image->dir);
-  (void)snapshot_io::RemoveAll(image->dir);
+  Status replaced = store_.ReplaceWithCheckpoint(*image);
+  (void)snapshot_io::RemoveAll(*image);
   if (!replaced.ok()) return replaced.Annotate("install snapshot image");
   if (store_.AppliedIndex() < meta.index) {
     // Only the empty bootstrap image may be behind its meta (it is the state at index 1).

@@ -104,10 +104,9 @@ class SnapshotManager final : public SnapshotHooks {
     std::shared_ptr<const Checkpoint> checkpoint;
     SteadyTime started;
   };
-  struct ReadyImage {
-    raft::SnapshotMeta meta;
-    std::string dir;
-  };
+  // Images the core may still ask for, by (index, term) of their snapshot meta.
+  using ImageKey = std::pair<LogIndex, Term>;
+  static constexpr std::size_t kReadyImagesMax = 3;
 
   // I/O thread.
   void ScheduleHousekeeping();
@@ -148,9 +147,11 @@ class SnapshotManager final : public SnapshotHooks {
   SnapshotAssembler assembler_;
 
   mutable std::mutex mu_;
-  std::set<NodeId> sending_;               // guarded by mu_: peers with a transfer running
-  std::optional<ReadyImage> ready_image_;  // guarded by mu_: assembled, waiting for install
-  SnapshotStats stats_;                    // guarded by mu_
+  std::set<NodeId> sending_;  // guarded by mu_: peers with a transfer running
+  // Guarded by mu_: assembled images waiting for the core's Ready::snapshot, at most
+  // kReadyImagesMax (a newer one may complete while the strand is about to install an older one).
+  std::map<ImageKey, std::string> ready_images_;
+  SnapshotStats stats_;  // guarded by mu_
 };
 
 }  // namespace epoch::server
