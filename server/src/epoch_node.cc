@@ -19,6 +19,7 @@
 #include "epoch/server/wal_log.h"
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
+#include "disk_failpoint.h"
 #include "kv_service.h"
 #include "lease_manager.h"
 #include "lease_service.h"
@@ -101,6 +102,7 @@ class EpochNode::Impl {
 
   NodeConfig config_;
   wal::PosixFileSystem fs_;
+  std::unique_ptr<DiskFailpoint> disk_failpoint_;  // --enable-failpoints only
   std::unique_ptr<wal::Wal> wal_;
   std::unique_ptr<WalLog> log_;
   std::unique_ptr<KvStore> store_;
@@ -154,6 +156,7 @@ Status EpochNode::Impl::OpenStorage() {
   wal_options.on_sync = [this](const wal::SyncEvent& e) {
     fsync_latency_.Observe(e.sync_duration);
   };
+  if (config_.enable_failpoints) disk_failpoint_ = std::make_unique<DiskFailpoint>(fs_);
   auto wal = wal::Wal::Open(fs_, config_.data_dir + "/wal", wal_options);
   if (!wal.ok()) return wal.status().Annotate("open WAL");
   wal_ = std::move(*wal);
@@ -220,7 +223,8 @@ Status EpochNode::Impl::StartNetwork() {
       [this](NodeId peer) { driver_->Unreachable(peer); });
   EPOCH_RETURN_IF_ERROR(transport_->Start());
   for (const MemberInfo& m : config_.members) {
-    if (m.id != config_.self_id()) transport_->SetPeer(m.id, {m.peer.host, m.peer.port});
+    const HostPort& dial = config_.PeerDialAddress(m);
+    if (m.id != config_.self_id()) transport_->SetPeer(m.id, {dial.host, dial.port});
   }
   sender_ = std::make_unique<TransportSender>(*transport_);
 
@@ -325,6 +329,7 @@ void EpochNode::Impl::Shutdown() {
   threads_.clear();
   if (snapshots_) snapshots_->Stop();
   read_pool_.join();
+  disk_failpoint_.reset();  // a stalled fdatasync must not hang the close
   if (wal_) {
     Status s = wal_->Close();
     if (!s.ok()) spdlog::error("node={} closing the WAL: {}", config_.name, s.ToString());
@@ -332,6 +337,9 @@ void EpochNode::Impl::Shutdown() {
 }
 
 HttpReply EpochNode::Impl::Http(const std::string& path) {
+  if (disk_failpoint_ && path.starts_with(DiskFailpoint::kPathPrefix)) {
+    return disk_failpoint_->Handle(path);
+  }
   DriverStatus s = driver_->status();
   if (path == "/health") {
     if (s.leader == raft::kNoNode) return {503, "no leader\n"};

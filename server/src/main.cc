@@ -24,6 +24,7 @@ struct Flags {
   std::string log_level = "info";
   int tick_ms = 10;
   std::string restore_snapshot;
+  std::string peer_dial_override;
 };
 
 void AddFlags(CLI::App& app, Flags& f, NodeConfig& c) {
@@ -63,6 +64,10 @@ void AddFlags(CLI::App& app, Flags& f, NodeConfig& c) {
   app.add_option("--snapshot-chunk-bytes", c.snapshot.send.chunk_bytes,
                  "Chunk size of Raft snapshot transfers to followers")
       ->check(CLI::Range(std::size_t{4096}, std::size_t{16} << 20));
+  app.add_option("--peer-dial-override", f.peer_dial_override,
+                 "Dial these peers elsewhere (a fault-injecting proxy): name=host:port,...");
+  app.add_flag("--enable-failpoints", c.enable_failpoints,
+               "Serve /failpoint/... on the metrics listener (chaos tests; server/README.md)");
   app.add_option("--restore-snapshot", f.restore_snapshot,
                  "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
                  "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");
@@ -100,6 +105,7 @@ epoch::Status Finish(const Flags& f, NodeConfig& c) {
   c.tick = std::chrono::milliseconds(f.tick_ms);
   EPOCH_RETURN_IF_ERROR(
       epoch::server::ParseInitialCluster(f.initial_cluster, f.initial_cluster_clients, &c));
+  EPOCH_RETURN_IF_ERROR(epoch::server::ParsePeerDialOverride(f.peer_dial_override, &c));
   c.raft.id = epoch::server::MemberIdFor(c.cluster_token, c.name);
   return c.Validate();
 }

@@ -87,6 +87,27 @@ const MemberInfo* NodeConfig::FindMember(NodeId id) const {
   return nullptr;
 }
 
+const HostPort& NodeConfig::PeerDialAddress(const MemberInfo& m) const {
+  auto it = peer_dial_override.find(m.id);
+  return it == peer_dial_override.end() ? m.peer : it->second;
+}
+
+Status ParsePeerDialOverride(std::string_view text, NodeConfig* config) {
+  config->peer_dial_override.clear();
+  if (text.empty()) return Status::Ok();
+  auto parsed = ParseNamedList(text, "--peer-dial-override");
+  if (!parsed.ok()) return parsed.status();
+  for (const auto& [name, address] : *parsed) {
+    NodeId id = MemberIdFor(config->cluster_token, name);
+    if (config->FindMember(id) == nullptr || name == config->name) {
+      return Status::InvalidArgument(fmt::format(
+          "--peer-dial-override: '{}' is not another member of --initial-cluster", name));
+    }
+    config->peer_dial_override[id] = address;
+  }
+  return Status::Ok();
+}
+
 Status ParseInitialCluster(std::string_view peers, std::string_view clients, NodeConfig* config) {
   auto peer_map = ParseNamedList(peers, "--initial-cluster");
   if (!peer_map.ok()) return peer_map.status();

@@ -149,6 +149,12 @@ std::vector<std::string> TestCluster::ArgsFor(int i) const {
       options_.cluster_token,
   };
   args.insert(args.end(), options_.extra_flags.begin(), options_.extra_flags.end());
+  if (options_.node_flags) {
+    std::vector<NodeInfo> infos;
+    for (const Node& n : nodes_) infos.push_back(n.info);
+    std::vector<std::string> more = options_.node_flags(i, infos);
+    args.insert(args.end(), more.begin(), more.end());
+  }
   return args;
 }
 

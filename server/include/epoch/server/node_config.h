@@ -48,6 +48,11 @@ struct NodeConfig {
   HostPort listen_metrics;  // port 0 = no metrics endpoint
   std::string cluster_token = "epoch-cluster";
   std::vector<MemberInfo> members;  // the initial cluster, in the order given
+  // Where this node dials a peer instead of its --initial-cluster address (--peer-dial-override;
+  // the chaos suite puts a fault-injecting proxy there). Peers not listed are dialled directly.
+  std::map<NodeId, HostPort> peer_dial_override;
+  // --enable-failpoints: the metrics listener serves /failpoint/... (server/README.md).
+  bool enable_failpoints = false;
 
   std::chrono::milliseconds tick{10};
   raft::Config raft;  // id filled from `name`; timing in ticks
@@ -61,6 +66,8 @@ struct NodeConfig {
   [[nodiscard]] NodeId self_id() const { return raft.id; }
   [[nodiscard]] std::uint64_t cluster_id() const;
   [[nodiscard]] const MemberInfo* FindMember(NodeId id) const;
+  // The address this node dials to reach member `m`.
+  [[nodiscard]] const HostPort& PeerDialAddress(const MemberInfo& m) const;
 
   // Every rule a running node depends on: this node is in the cluster, no duplicate names or
   // addresses, the Raft timing rules (raft::Config::Validate), a sane tick. The message names the
@@ -72,6 +79,10 @@ struct NodeConfig {
 [[nodiscard]] NodeId MemberIdFor(std::string_view cluster_token, std::string_view name);
 
 // Fills members from the two "name=host:port,..." lists (same names in both).
+// Fills peer_dial_override from "name=host:port,..." (after ParseInitialCluster): every name must
+// be another member of the cluster.
+[[nodiscard]] Status ParsePeerDialOverride(std::string_view text, NodeConfig* config);
+
 [[nodiscard]] Status ParseInitialCluster(std::string_view peers, std::string_view clients,
                                          NodeConfig* config);
 

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,8 @@ namespace epoch::test {
 
 inline constexpr const char* kEtcdctlPath = "/usr/bin/etcdctl";
 
+struct NodeInfo;
+
 struct ClusterOptions {
   std::string epochd_path;  // required: the epochd binary
   int nodes = 3;            // 1..5
@@ -44,6 +47,9 @@ struct ClusterOptions {
       "--tick-ms", "10", "--heartbeat-ticks", "5", "--election-timeout-ticks", "15"};
   std::string cluster_token = "epoch-test";
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
+  // More flags for node `index`, asked each time it starts (e.g. the chaos suite's
+  // --peer-dial-override, which differs per node). `nodes` describes every node.
+  std::function<std::vector<std::string>(int index, const std::vector<NodeInfo>& nodes)> node_flags;
 };
 
 struct NodeInfo {

@@ -1,0 +1,62 @@
+// The faults of the chaos campaign and how each is injected and healed on a ChaosCluster.
+//
+// Every fault is held for a seeded duration, then healed; the harness then requires the cluster
+// to become healthy again and the workload to make progress (a recovery failure is a violation).
+// Killing the leader also measures failover: the time from SIGKILL to the first successful write
+// through the client library (epoch::client::Client, retries and leader discovery included).
+//
+// Threading: from the harness thread only.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "epoch/chaos/chaos_cluster.h"
+#include "epoch/chaos/lock_workload.h"
+#include "epoch/client/client.h"
+
+namespace epoch::chaos {
+
+enum class FaultKind : std::uint8_t {
+  kKillLeader,
+  kKillFollower,
+  kPauseLeader,  // SIGSTOP longer than the election timeout
+  kPauseFollower,
+  kPauseWorker,      // SIGSTOP of a fenced worker longer than its lease TTL
+  kPartitionNode,    // one node cut from every peer, both directions
+  kPartitionOneWay,  // one node's outgoing (or incoming) peer links cut
+  kPartitionRing,    // majorities ring: every node still sees a majority, no two see the same
+  kIsolateLeader,    // leader cut from its peers; clients still reach it
+  kLinkDelay,        // one node's peer links delayed
+  kLinkDrop,         // one node's peer links lossy
+  kDiskSlow,         // leader's WAL fdatasync slowed
+  kDiskStall,        // leader's WAL fdatasync blocked
+  kMoveLeader,       // Maintenance.MoveLeader to a follower
+  kCount,
+};
+inline constexpr int kFaultKinds = static_cast<int>(FaultKind::kCount);
+
+[[nodiscard]] std::string_view FaultName(FaultKind kind);
+
+// The campaign's fault sequence: shuffled cycles through every kind, the leader kill three times
+// per cycle and leader pause twice, so any run of one cycle injects every kind.
+[[nodiscard]] std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count);
+
+struct FaultContext {
+  ChaosCluster& cluster;
+  LockWorkload& locks;
+  client::Client& prober;  // the client whose first successful write ends a failover
+  std::mt19937_64& rng;
+  std::vector<double>& failover_ms;  // appended by kKillLeader
+};
+
+// Injects `kind`, holds it, heals it. Returns what was done ("kill n2 (leader) ..."), or an error
+// when the fault could not be injected at all (e.g. no leader to kill).
+[[nodiscard]] Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx);
+
+}  // namespace epoch::chaos

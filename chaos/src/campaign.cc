@@ -1,0 +1,326 @@
+#include "epoch/chaos/campaign.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "epoch/chaos/chaos_cluster.h"
+#include "epoch/chaos/faults.h"
+#include "epoch/chaos/lock_workload.h"
+#include "epoch/chaos/register_workload.h"
+#include "epoch/chaos/watch_workload.h"
+#include "epoch/client/client.h"
+
+namespace epoch::chaos {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr std::array<const char*, 8> kCheckers = {"linearizability", "serializable", "watch",
+                                                  "fencing",         "convergence",  "recovery",
+                                                  "crash",           "setup"};
+
+struct Totals {
+  int rounds = 0;
+  int iterations = 0;
+  std::array<int, kFaultKinds> injected{};
+  std::uint64_t lin_ops = 0, unknown = 0, serializable = 0, watch_events = 0, reconnects = 0;
+  std::uint64_t commits = 0, stale = 0, acquisitions = 0, lease_reads = 0, read_index_reads = 0;
+  std::map<std::string, int> violations;
+  std::vector<double> failover_ms;
+  std::vector<std::string> failures;
+};
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return fmt::format("{} {} {}", a, b, c);
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(k, 1, v.size()) - 1];
+}
+
+template <typename Pred>
+bool WaitUntil(Pred pred, milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return pred();
+}
+
+bool EveryLinkProxied(ProxyNet& net) {
+  for (int a = 0; a < net.nodes(); ++a) {
+    for (int b = 0; b < net.nodes(); ++b) {
+      if (a != b && net.accepted(a, b) == 0) return false;
+    }
+  }
+  return true;
+}
+
+std::unique_ptr<client::Client> MakeProber(const std::vector<std::string>& endpoints,
+                                           std::uint64_t seed) {
+  client::ClientOptions o;
+  o.endpoints = endpoints;
+  o.call_timeout = milliseconds(1000);
+  o.dial_timeout = milliseconds(100);
+  o.retry = {milliseconds(5), milliseconds(50), 0};
+  o.seed = seed;
+  auto c = client::Client::Create(o);
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+class Round {
+ public:
+  Round(const CampaignOptions& o, int index, std::vector<FaultKind> kinds, Totals& totals)
+      : o_(o),
+        index_(index),
+        seed_(o.seed + static_cast<std::uint64_t>(index)),
+        kinds_(std::move(kinds)),
+        t_(totals),
+        rng_(seed_) {}
+
+  void Run();
+
+ private:
+  void Violation(const std::string& checker, const std::string& what) {
+    violations_.emplace_back(checker, what);
+    ++t_.violations[checker];
+    Log(fmt::format("VIOLATION [{}] {}", checker, what));
+  }
+  void Log(const std::string& line) {
+    fmt::print("[round {} seed {}] {}\n", index_, seed_, line);
+    std::fflush(stdout);
+    log_ += line + "\n";
+  }
+  bool Iterate(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
+               client::Client& prober);
+  void Finish(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg, WatchWorkload& watch,
+              client::Client& prober, std::int64_t start_rev);
+  void KeepEvidence(ChaosCluster& cc, RegisterWorkload& reg, WatchWorkload& watch);
+
+  const CampaignOptions& o_;
+  const int index_;
+  const std::uint64_t seed_;
+  const std::vector<FaultKind> kinds_;
+  Totals& t_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<std::string, std::string>> violations_;
+  std::string log_;
+  std::string watch_history_;
+  std::size_t next_ = 0;  // the next fault of kinds_
+};
+
+void Round::Run() {
+  ++t_.rounds;
+  auto cc = ChaosCluster::Start({o_.epochd_path, o_.nodes, o_.raft_flags, seed_});
+  if (!cc.ok()) return Violation("setup", cc.status().ToString());
+  if (!WaitUntil([&] { return EveryLinkProxied((*cc)->net()); }, milliseconds(10'000))) {
+    (*cc)->nodes().KeepFiles();
+    return Violation("setup", "some peer link never went through its proxy");
+  }
+  std::vector<std::string> endpoints = (*cc)->ClientEndpoints();
+  auto prober = MakeProber(endpoints, seed_);
+  Result<etcdserverpb::PutResponse> start = Status::Unavailable("no client");
+  if (prober) start = prober->Put("/chaos/start", "1");
+  if (!start.ok()) {
+    (*cc)->nodes().KeepFiles();
+    return Violation("setup", "first write failed: " + start.status().ToString());
+  }
+  std::int64_t start_rev = start->header().revision() + 1;
+  std::string joined;
+  for (const auto& e : endpoints) joined += (joined.empty() ? "" : ",") + e;
+  LockWorkload locks({o_.self_exe, joined, (*cc)->nodes().dir(), 3, "job-1", 1});
+  if (Status s = locks.Start(); !s.ok()) return Violation("setup", s.ToString());
+  RegisterWorkload reg({endpoints, 4, 16, "/reg/", milliseconds(1000), milliseconds(4), seed_});
+  WatchWorkload watch({endpoints, 2, "/reg/", start_rev});
+  reg.Start();
+  watch.Start();
+  if (!WaitUntil([&] { return reg.completed() >= 20; }, milliseconds(15'000))) {
+    Violation("recovery", "the register workload made no progress on a fresh cluster");
+  }
+  for (std::size_t k = 0; k < kinds_.size() && violations_.empty(); ++k) {
+    if (!Iterate(**cc, locks, reg, *prober)) break;
+  }
+  Finish(**cc, locks, reg, watch, *prober, start_rev);
+  if (!violations_.empty()) KeepEvidence(**cc, reg, watch);
+}
+
+bool Round::Iterate(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
+                    client::Client& prober) {
+  FaultKind kind = kinds_[next_++];
+  FaultContext ctx{cc, locks, prober, rng_, t_.failover_ms};
+  auto t0 = std::chrono::steady_clock::now();
+  Result<std::string> done = InjectAndHeal(kind, ctx);
+  if (!done.ok()) {
+    Violation("recovery", fmt::format("{}: {}", FaultName(kind), done.status().ToString()));
+    return false;
+  }
+  ++t_.iterations;
+  ++t_.injected[static_cast<std::size_t>(kind)];
+  test::TestCluster& tc = cc.nodes();
+  auto healthy = tc.WaitHealthy(milliseconds(20'000));
+  std::uint64_t before = reg.completed();
+  bool progress = healthy.ok() &&
+                  WaitUntil([&] { return reg.completed() >= before + 10; }, milliseconds(15'000));
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Log(fmt::format("iteration {}: {} — {} ({:.0f} ms to healthy and progressing)", next_ - 1,
+                  FaultName(kind), *done, ms));
+  if (Status alive = tc.CheckAlive(); !alive.ok()) {
+    Violation("crash", alive.ToString());
+    return false;
+  }
+  if (!healthy.ok()) {
+    Violation("recovery",
+              fmt::format("after {}: {}", FaultName(kind), healthy.status().ToString()));
+    return false;
+  }
+  if (!progress) {
+    Violation("recovery", fmt::format("after {}: the register workload made no progress in 15 s",
+                                      FaultName(kind)));
+    return false;
+  }
+  return true;
+}
+
+void Round::Finish(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
+                   WatchWorkload& watch, client::Client& prober, std::int64_t start_rev) {
+  locks.Stop();
+  reg.Stop();
+  // Every watcher must see the marker, and then exactly the history up to it.
+  auto marker = prober.Put("/reg/~marker", "end");
+  if (!marker.ok()) {
+    Violation("recovery", "marker write failed: " + marker.status().ToString());
+  } else {
+    std::int64_t m = marker->header().revision();
+    if (!watch.WaitForRevision(m, milliseconds(15'000))) {
+      Violation("watch", fmt::format("not every watcher reached revision {} within 15 s", m));
+    }
+    auto history = ReadHistory(cc.ClientEndpoints(), "/reg/", start_rev, m, milliseconds(15'000));
+    watch.Stop();
+    if (!history.ok()) {
+      Violation("watch", "reading the authoritative history: " + history.status().ToString());
+    } else {
+      for (const WatchEvent& e : *history) {
+        watch_history_ += fmt::format("rev={} {} {}={}\n", e.revision,
+                                      e.is_delete ? "DELETE" : "PUT", e.key, e.value);
+      }
+      WatchReport wr = watch.Check(*history);
+      t_.watch_events += wr.events;
+      t_.reconnects += wr.reconnects;
+      if (!wr.violation.empty()) Violation("watch", wr.violation);
+    }
+  }
+  watch.Stop();
+  RegisterReport rr = reg.Check(o_.check_budget);
+  t_.lin_ops += rr.lin.operations;
+  t_.unknown += rr.unknown;
+  t_.serializable += rr.serializable;
+  if (!rr.lin.Ok()) {
+    Violation("linearizability",
+              fmt::format("verdict {} in partition {}: {}", lincheck::VerdictName(rr.lin.verdict),
+                          rr.lin.failing_partition, rr.lin.description));
+  }
+  if (!rr.serializable_violation.empty()) Violation("serializable", rr.serializable_violation);
+  FencingReport fr = locks.Check();
+  t_.commits += fr.commits;
+  t_.stale += fr.stale_rejections;
+  t_.acquisitions += fr.acquisitions;
+  if (!fr.violation.empty()) Violation("fencing", fr.violation);
+  std::string detail;
+  if (Status s = cc.CheckConverged(milliseconds(15'000), &detail); !s.ok()) {
+    Violation("convergence", s.ToString());
+  }
+  if (Status alive = cc.nodes().CheckAlive(); !alive.ok()) Violation("crash", alive.ToString());
+  t_.lease_reads += cc.SumMetric("epoch_reads_lease_total");
+  t_.read_index_reads += cc.SumMetric("epoch_reads_read_index_total");
+  Log(
+      fmt::format("checked: {} ops ({} unknown), {} serializable reads, {} fenced commits "
+                  "({} stale rejections), converged: {}",
+                  rr.lin.operations, rr.unknown, rr.serializable, fr.commits, fr.stale_rejections,
+                  detail.empty() ? "no" : detail));
+}
+
+void Round::KeepEvidence(ChaosCluster& cc, RegisterWorkload& reg, WatchWorkload& watch) {
+  test::TestCluster& tc = cc.nodes();
+  tc.KeepFiles();
+  std::ofstream(tc.dir() + "/history.txt") << reg.Dump();
+  std::ofstream(tc.dir() + "/watch.txt") << watch.Dump() << "authoritative history:\n"
+                                         << watch_history_;
+  std::string rerun =
+      fmt::format("{} --epochd {} --nodes {} --seed {} --faults-per-round {} --only-round {}",
+                  o_.self_exe, o_.epochd_path, o_.nodes, o_.seed, o_.faults_per_round, index_);
+  std::ofstream(tc.dir() + "/round.txt") << log_ << "re-run: " << rerun << "\n";
+  std::string line = fmt::format("round {} (seed {}): evidence in {} ; re-run: {}", index_, seed_,
+                                 tc.dir(), rerun);
+  t_.failures.push_back(line);
+  Log(line);
+}
+
+void PrintReport(const CampaignOptions& o, const Totals& t, const std::string& load_start) {
+  fmt::print("\n=== chaos report ===\n");
+  fmt::print(
+      "seed {}  nodes {}  rounds {}  fault iterations {}  load average at start {} / end {}\n",
+      o.seed, o.nodes, t.rounds, t.iterations, load_start, LoadAverage());
+  std::string faults;
+  for (int k = 0; k < kFaultKinds; ++k) {
+    faults += fmt::format(" {}={}", FaultName(static_cast<FaultKind>(k)),
+                          t.injected[static_cast<std::size_t>(k)]);
+  }
+  fmt::print("faults injected:{}\n", faults);
+  fmt::print(
+      "operations checked: {} linearizable-history ops ({} with unknown outcome), {} "
+      "serializable reads, {} watch events ({} stream re-opens), {} fenced commits ({} stale "
+      "rejections, {} lock acquisitions)\n",
+      t.lin_ops, t.unknown, t.serializable, t.watch_events, t.reconnects, t.commits, t.stale,
+      t.acquisitions);
+  fmt::print("linearizable reads served (node counters at round ends): lease {}, ReadIndex {}\n",
+             t.lease_reads, t.read_index_reads);
+  std::string v;
+  for (const char* c : kCheckers) {
+    auto it = t.violations.find(c);
+    v += fmt::format(" {}={}", c, it == t.violations.end() ? 0 : it->second);
+  }
+  fmt::print("violations:{}\n", v);
+  fmt::print(
+      "failover (leader SIGKILL -> first successful client write), {} kills: p50 {:.1f} ms, "
+      "p99 {:.1f} ms, max {:.1f} ms\n",
+      t.failover_ms.size(), Percentile(t.failover_ms, 0.5), Percentile(t.failover_ms, 0.99),
+      t.failover_ms.empty() ? 0.0 : *std::max_element(t.failover_ms.begin(), t.failover_ms.end()));
+  for (const std::string& f : t.failures) fmt::print("FAILED {}\n", f);
+}
+
+}  // namespace
+
+int RunCampaign(const CampaignOptions& o) {
+  std::string load_start = LoadAverage();
+  std::vector<FaultKind> schedule = FaultSchedule(o.seed, o.rounds * o.faults_per_round);
+  Totals t;
+  for (int r = 0; r < o.rounds; ++r) {
+    if (o.only_round >= 0 && r != o.only_round) continue;
+    auto first = schedule.begin() + static_cast<long>(r) * o.faults_per_round;
+    Round round(o, r, std::vector<FaultKind>(first, first + o.faults_per_round), t);
+    round.Run();
+  }
+  PrintReport(o, t, load_start);
+  bool every_kind = std::all_of(t.injected.begin(), t.injected.end(), [](int n) { return n > 0; });
+  if (o.require_every_kind && o.only_round < 0 && !every_kind) {
+    fmt::print("FAILED: not every fault kind was injected (run more iterations)\n");
+    return 1;
+  }
+  return t.violations.empty() ? 0 : 1;
+}
+
+}  // namespace epoch::chaos

@@ -1,0 +1,209 @@
+#include "epoch/chaos/faults.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <csignal>
+#include <numeric>
+#include <thread>
+
+namespace epoch::chaos {
+namespace {
+
+using std::chrono::milliseconds;
+
+milliseconds Between(std::mt19937_64& rng, int lo_ms, int hi_ms) {
+  return milliseconds(std::uniform_int_distribution<int>(lo_ms, hi_ms)(rng));
+}
+
+// Holding a fault is the fault itself, not a wait for a condition.
+void Hold(milliseconds d) { std::this_thread::sleep_for(d); }
+
+int RandomOther(std::mt19937_64& rng, int n, int not_this) {
+  int k = std::uniform_int_distribution<int>(0, n - 2)(rng);
+  return k >= not_this ? k + 1 : k;
+}
+
+// Time from now until the first successful Put through `prober`, bounded.
+Result<double> MeasureFailover(client::Client& prober, std::chrono::steady_clock::time_point t0) {
+  auto deadline = t0 + std::chrono::seconds(15);
+  for (int attempt = 0; std::chrono::steady_clock::now() < deadline && attempt < 10'000;
+       ++attempt) {
+    client::CallOptions call;
+    call.timeout = milliseconds(1000);
+    if (prober.Put("/failover/probe", std::to_string(attempt), LeaseId(0), call).ok()) {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+          .count();
+    }
+  }
+  return Status::Timeout("no write succeeded within 15 s of the leader kill");
+}
+
+Result<std::string> KillLeader(FaultContext& ctx, int leader) {
+  test::TestCluster& tc = ctx.cluster.nodes();
+  // Warm the prober: its first write after the kill must not pay for a first connection.
+  (void)ctx.prober.Put("/failover/warm", "1");
+  auto t0 = std::chrono::steady_clock::now();
+  tc.Kill(leader);
+  auto ms = MeasureFailover(ctx.prober, t0);
+  Status restarted = tc.StartNode(leader);
+  if (!restarted.ok()) return restarted;
+  if (!ms.ok()) return ms.status().Annotate(fmt::format("kill n{} (leader)", leader + 1));
+  ctx.failover_ms.push_back(*ms);
+  return fmt::format("SIGKILL n{} (leader), first write after {:.1f} ms, restarted", leader + 1,
+                     *ms);
+}
+
+// Cuts (or degrades) every peer link of `node` in the chosen directions.
+void SetNodeLinks(ProxyNet& net, int node, LinkFault f, bool out, bool in) {
+  for (int j = 0; j < net.nodes(); ++j) {
+    if (j == node) continue;
+    if (out) net.Set(node, j, f);
+    if (in) net.Set(j, node, f);
+  }
+}
+
+std::string Ring(ProxyNet& net, std::mt19937_64& rng) {
+  int n = net.nodes();
+  std::vector<int> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::string cut;
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) {
+      int dist = std::min(b - a, n - (b - a));
+      // 3 nodes: cut one pair (each node still sees a majority); 5+: keep ring neighbours only.
+      bool keep = n == 3 ? !(a == 0 && b == 2) : dist == 1;
+      if (keep) continue;
+      net.SetPair(order[static_cast<std::size_t>(a)], order[static_cast<std::size_t>(b)],
+                  LinkFault::Cut());
+      cut += fmt::format(" n{}-n{}", order[static_cast<std::size_t>(a)] + 1,
+                         order[static_cast<std::size_t>(b)] + 1);
+    }
+  }
+  return "majorities ring, cut:" + cut;
+}
+
+Result<std::string> Partition(FaultKind kind, FaultContext& ctx, int leader) {
+  ProxyNet& net = ctx.cluster.net();
+  int n = ctx.cluster.size();
+  int node = std::uniform_int_distribution<int>(0, n - 1)(ctx.rng);
+  milliseconds hold = Between(ctx.rng, 400, 2000);
+  std::string what;
+  switch (kind) {
+    case FaultKind::kPartitionNode:
+      SetNodeLinks(net, node, LinkFault::Cut(), true, true);
+      what = fmt::format("n{} cut from all peers", node + 1);
+      break;
+    case FaultKind::kPartitionOneWay: {
+      bool out = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 1;
+      SetNodeLinks(net, node, LinkFault::Cut(), out, !out);
+      what = fmt::format("n{} {} links cut (one way)", node + 1, out ? "outgoing" : "incoming");
+      break;
+    }
+    case FaultKind::kPartitionRing: what = Ring(net, ctx.rng); break;
+    case FaultKind::kIsolateLeader:
+      SetNodeLinks(net, leader, LinkFault::Cut(), true, true);
+      what = fmt::format("leader n{} cut from its peers, clients still reach it", leader + 1);
+      break;
+    case FaultKind::kLinkDelay: {
+      milliseconds d = Between(ctx.rng, 20, 150);
+      SetNodeLinks(net, node, LinkFault::Delay(d), true, true);
+      what = fmt::format("n{} peer links delayed {} ms", node + 1, d.count());
+      break;
+    }
+    default: {
+      double p = std::uniform_real_distribution<double>(0.02, 0.15)(ctx.rng);
+      SetNodeLinks(net, node, LinkFault::Drop(p), true, true);
+      what = fmt::format("n{} peer links drop p={:.2f}", node + 1, p);
+      break;
+    }
+  }
+  Hold(hold);
+  net.HealAll();
+  return fmt::format("{} for {} ms, healed", what, hold.count());
+}
+
+Result<std::string> Pause(FaultContext& ctx, int node, bool is_leader) {
+  milliseconds hold = Between(ctx.rng, 300, 1500);
+  ctx.cluster.nodes().Pause(node);
+  Hold(hold);
+  ctx.cluster.nodes().Resume(node);
+  return fmt::format("SIGSTOP n{} ({}) for {} ms, SIGCONT", node + 1,
+                     is_leader ? "leader" : "follower", hold.count());
+}
+
+Result<std::string> Disk(FaultContext& ctx, int leader, bool stall) {
+  milliseconds hold = Between(ctx.rng, 500, 2000);
+  std::string query =
+      stall ? "stall=1" : fmt::format("sync_delay_ms={}", Between(ctx.rng, 50, 400).count());
+  EPOCH_RETURN_IF_ERROR(ctx.cluster.Disk(leader, query));
+  Hold(hold);
+  EPOCH_RETURN_IF_ERROR(ctx.cluster.Disk(leader, "clear=1"));
+  return fmt::format("leader n{} WAL {} for {} ms, cleared", leader + 1, query, hold.count());
+}
+
+}  // namespace
+
+std::string_view FaultName(FaultKind kind) {
+  static constexpr std::array<std::string_view, kFaultKinds> kNames = {
+      "kill-leader",    "kill-follower",    "pause-leader",   "pause-follower", "pause-worker",
+      "partition-node", "partition-oneway", "partition-ring", "isolate-leader", "link-delay",
+      "link-drop",      "disk-slow",        "disk-stall",     "move-leader"};
+  return kNames.at(static_cast<std::size_t>(kind));
+}
+
+std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count) {
+  std::mt19937_64 rng(seed ^ 0xfa017);
+  std::vector<FaultKind> cycle;
+  for (int k = 0; k < kFaultKinds; ++k) cycle.push_back(static_cast<FaultKind>(k));
+  cycle.push_back(FaultKind::kKillLeader);
+  cycle.push_back(FaultKind::kKillLeader);
+  cycle.push_back(FaultKind::kPauseLeader);
+  std::vector<FaultKind> out;
+  while (static_cast<int>(out.size()) < count) {
+    std::shuffle(cycle.begin(), cycle.end(), rng);
+    out.insert(out.end(), cycle.begin(), cycle.end());
+  }
+  out.resize(static_cast<std::size_t>(count));
+  return out;
+}
+
+Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx) {
+  test::TestCluster& tc = ctx.cluster.nodes();
+  auto leader = tc.WaitForLeader(std::chrono::seconds(10));
+  if (!leader.ok()) return leader.status().Annotate("before the fault");
+  int n = tc.size();
+  switch (kind) {
+    case FaultKind::kKillLeader: return KillLeader(ctx, *leader);
+    case FaultKind::kKillFollower: {
+      int f = RandomOther(ctx.rng, n, *leader);
+      milliseconds hold = Between(ctx.rng, 200, 1500);
+      tc.Kill(f);
+      Hold(hold);
+      EPOCH_RETURN_IF_ERROR(tc.StartNode(f));
+      return fmt::format("SIGKILL n{} (follower), restarted after {} ms", f + 1, hold.count());
+    }
+    case FaultKind::kPauseLeader: return Pause(ctx, *leader, true);
+    case FaultKind::kPauseFollower: return Pause(ctx, RandomOther(ctx.rng, n, *leader), false);
+    case FaultKind::kPauseWorker: {
+      int w = std::uniform_int_distribution<int>(0, ctx.locks.workers() - 1)(ctx.rng);
+      milliseconds hold = Between(ctx.rng, 1500, 3000);  // the lease TTL is 1 s
+      ctx.locks.Pause(w);
+      Hold(hold);
+      ctx.locks.Resume(w);
+      return fmt::format("SIGSTOP worker {} for {} ms (TTL 1 s), SIGCONT", w + 1, hold.count());
+    }
+    case FaultKind::kDiskSlow: return Disk(ctx, *leader, false);
+    case FaultKind::kDiskStall: return Disk(ctx, *leader, true);
+    case FaultKind::kMoveLeader: {
+      int to = RandomOther(ctx.rng, n, *leader);
+      Status s = ctx.cluster.MoveLeader(*leader, to);
+      return fmt::format("MoveLeader n{} -> n{}: {}", *leader + 1, to + 1,
+                         s.ok() ? "ok" : s.ToString());
+    }
+    default: return Partition(kind, ctx, *leader);
+  }
+}
+
+}  // namespace epoch::chaos

@@ -1,0 +1,150 @@
+// The fenced worker process of the lock workload (lock_workload.h). Started by the harness as
+// `chaos_runner --worker --worker-id N --endpoints A,B,C --db PATH --job J --ttl-s T`; runs until
+// SIGTERM, then records its counters in worker_stats and exits 0.
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <csignal>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "epoch/chaos/lock_workload.h"
+#include "epoch/client/client.h"
+#include "epoch/client/mutex.h"
+#include "epoch/client/session.h"
+#include "epoch/client/sqlite_fencing.h"
+
+namespace epoch::chaos {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnTerm(int) { g_stop.store(true); }
+
+struct WorkerArgs {
+  int id = 0;
+  std::vector<std::string> endpoints;
+  std::string db;
+  std::string job;
+  int ttl_s = 1;
+};
+
+Result<WorkerArgs> Parse(int argc, char** argv) {
+  std::map<std::string, std::string> kv;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--worker") continue;
+    if (i + 1 >= argc) return Status::InvalidArgument("worker: " + a + " needs a value");
+    kv[a] = argv[++i];
+  }
+  WorkerArgs w;
+  try {
+    w.id = std::stoi(kv.at("--worker-id"));
+    w.db = kv.at("--db");
+    w.job = kv.at("--job");
+    w.ttl_s = std::stoi(kv.at("--ttl-s"));
+    std::stringstream ss(kv.at("--endpoints"));
+    for (std::string e; std::getline(ss, e, ',');) w.endpoints.push_back(e);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(fmt::format("worker: bad or missing flag ({})", e.what()));
+  }
+  return w;
+}
+
+struct Counters {
+  std::int64_t acquisitions = 0;
+  std::int64_t stale = 0;
+};
+
+// One stage under the guard. Returns false when this holder must stop (fenced out or error).
+bool CommitStage(sqlite3* db, client::SqliteFencedStore& store, const WorkerArgs& a,
+                 FencingToken token, Counters& n) {
+  if (!store.Begin().ok()) return false;
+  auto row = store.ReadJob(a.job);
+  if (!row.ok()) {
+    (void)store.Rollback();
+    return false;
+  }
+  client::StageWrite w{a.job, row->stage + 1, fmt::format("stage-{}", row->stage + 1),
+                       token, "running",      fmt::format("worker {}", a.id)};
+  client::FencedWriteResult r = store.FencedUpdate(w);
+  if (!r.applied()) {
+    if (r.stale()) ++n.stale;
+    fmt::print("worker {}: token {} stage {} not applied: {}\n", a.id, token.value(), w.stage,
+               r.ToString());
+    (void)store.Rollback();
+    return false;
+  }
+  std::string insert =
+      fmt::format("INSERT INTO commits (job, stage, token, worker) VALUES ('{}', {}, {}, {})",
+                  a.job, w.stage, token.value(), a.id);
+  if (sqlite3_exec(db, insert.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    (void)store.Rollback();
+    return false;
+  }
+  return store.Commit().ok();
+}
+
+void HoldAndWork(client::Client& c, client::Session& session, sqlite3* db,
+                 client::SqliteFencedStore& store, const WorkerArgs& a, Counters& n) {
+  client::Mutex mutex(&c, session, "/lock/" + a.job);
+  auto token = mutex.Lock({std::chrono::milliseconds(3000), {}});
+  if (!token.ok()) return;
+  ++n.acquisitions;
+  for (int stage = 0; stage < 3 && !g_stop.load(); ++stage) {
+    if (!session.CanTakeNewWork()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));  // the stage's own work
+    if (!CommitStage(db, store, a, *token, n)) break;
+  }
+  (void)mutex.Unlock({std::chrono::milliseconds(1000), {}});
+}
+
+}  // namespace
+
+int RunLockWorker(int argc, char** argv) {
+  std::signal(SIGTERM, OnTerm);
+  auto args = Parse(argc, argv);
+  if (!args.ok()) {
+    fmt::print(stderr, "{}\n", args.status().ToString());
+    return 2;
+  }
+  sqlite3* db = nullptr;
+  if (sqlite3_open(args->db.c_str(), &db) != SQLITE_OK) return 3;
+  sqlite3_busy_timeout(db, 10'000);
+  client::SqliteFencedStore store(db);
+  client::ClientOptions copts;
+  copts.endpoints = args->endpoints;
+  copts.call_timeout = std::chrono::milliseconds(1500);
+  copts.dial_timeout = std::chrono::milliseconds(200);
+  copts.seed = static_cast<std::uint64_t>(args->id) * 7919;
+  auto c = client::Client::Create(copts);
+  if (!c.ok()) return 4;
+  Counters n;
+  std::unique_ptr<client::Session> session;
+  for (int round = 0; !g_stop.load() && round < 1'000'000; ++round) {
+    if (!session || session->state() == client::SessionState::kLost) {
+      if (session) (void)session->Close();
+      client::SessionConfig cfg;
+      cfg.timing.ttl = std::chrono::seconds(args->ttl_s);
+      auto s = client::Session::Create(c->get(), cfg);
+      if (!s.ok()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // retry pacing
+        continue;
+      }
+      session = std::move(*s);
+    }
+    HoldAndWork(**c, *session, db, store, *args, n);
+  }
+  if (session) (void)session->Close();
+  std::string stats = fmt::format(
+      "INSERT OR REPLACE INTO worker_stats (worker, acquisitions, stale) VALUES ({}, {}, {})",
+      args->id, n.acquisitions, n.stale);
+  int rc = sqlite3_exec(db, stats.c_str(), nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  fmt::print("worker {}: {} acquisitions, {} stale rejections\n", args->id, n.acquisitions,
+             n.stale);
+  return rc == SQLITE_OK ? 0 : 5;
+}
+
+}  // namespace epoch::chaos
