@@ -1,0 +1,408 @@
+// JobRunner and EpochJobLeases against a real 3-node epochd cluster (issue 7): SQLite and a real
+// PostgreSQL, a worker process paused past its lease whose late write is rejected, a poison job
+// dead-lettered after N epochs, and `etcdctl lock` excluding an Epoch Mutex on Epoch itself.
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "epoch/client/client.h"
+#include "epoch/client/job.h"
+#include "epoch/client/job_effects.h"
+#include "epoch/client/job_leases.h"
+#include "epoch/client/job_runner.h"
+#include "epoch/client/mutex.h"
+#include "epoch/client/postgres_fencing.h"
+#include "epoch/client/session.h"
+#include "epoch/client/sqlite_fencing.h"
+#include "epoch/test_support/test_cluster.h"
+#include "postgres_server.h"
+#include "test_support.h"
+
+namespace epoch::client {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Effects = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+const JobKeys kKeys{"jobs-test/"};
+
+std::unique_ptr<test::TestCluster> StartCluster() {
+  test::ClusterOptions options;
+  options.epochd_path = EPOCHD_PATH;
+  auto cluster = test::TestCluster::Start(options);
+  INFO((cluster.ok() ? "" : cluster.status().ToString()));
+  REQUIRE(cluster.ok());
+  return std::move(cluster).value();
+}
+
+std::unique_ptr<Client> NewClient(const test::TestCluster& cluster) {
+  ClientOptions options;
+  std::string all = cluster.Endpoints();
+  for (std::size_t start = 0; start <= all.size();) {
+    const std::size_t comma = std::min(all.find(',', start), all.size());
+    options.endpoints.push_back(all.substr(start, comma - start));
+    start = comma + 1;
+  }
+  auto client = Client::Create(options);
+  REQUIRE(client.ok());
+  return std::move(client).value();
+}
+
+std::unique_ptr<Session> NewSession(Client* client, seconds ttl = seconds(3)) {
+  SessionConfig config;
+  config.timing.ttl = ttl;
+  auto session = Session::Create(client, config);
+  REQUIRE(session.ok());
+  return std::move(session).value();
+}
+
+JobSpec Enqueue(Client& client, const std::string& id, std::vector<std::string> stages) {
+  const std::string value = EncodeJob(stages, "payload of " + id);
+  REQUIRE(client.Put(kKeys.Job(id), value).ok());
+  auto job = ParseJob(id, value);
+  REQUIRE(job.ok());
+  return *job;
+}
+
+std::optional<std::string> Value(Client& client, const std::string& key) {
+  auto kv = client.Get(key);
+  REQUIRE(kv.ok());
+  if (!kv->has_value()) return std::nullopt;
+  return (*kv)->value();
+}
+
+std::int64_t CountPrefix(Client& client, const std::string& prefix) {
+  etcdserverpb::RangeRequest range;
+  range.set_key(prefix);
+  range.set_range_end(PrefixRangeEnd(prefix));
+  range.set_count_only(true);
+  auto response = client.Range(range);
+  REQUIRE(response.ok());
+  return response->count();
+}
+
+// A SQLite database file with both tables; each Connection is one worker's connection.
+struct SqliteFile {
+  struct Connection {
+    explicit Connection(const std::filesystem::path& path) {
+      REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+      sqlite3_busy_timeout(db, 10'000);
+      store = std::make_unique<SqliteFencedStore>(db);
+      effects = std::make_unique<SqliteEffectLog>(db);
+      REQUIRE(store->CreateTable().ok());
+      REQUIRE(effects->CreateTable().ok());
+    }
+    ~Connection() {
+      store.reset();
+      effects.reset();
+      sqlite3_close(db);
+    }
+    sqlite3* db = nullptr;
+    std::unique_ptr<SqliteFencedStore> store;
+    std::unique_ptr<SqliteEffectLog> effects;
+  };
+
+  Effects Of(const std::string& job) {
+    Connection c(path);
+    Effects out;
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(c.db, "SELECT stage, token FROM job_effects WHERE job_id = ?1 ORDER BY seq",
+                       -1, &stmt, nullptr);
+    sqlite3_bind_text(stmt, 1, job.c_str(), -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      out.emplace_back(sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1));
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+  testing::TempDir dir{"epoch-jobs-sqlite"};
+  std::filesystem::path path = dir.path() / "jobs.db";
+};
+
+// A runner over one store and effect log; stage work runs `hook` (default: nothing).
+struct Worker {
+  Worker(Client* client, FencedStore* store, EffectLog* effects, std::int64_t max_changes = 3,
+         std::function<Status(const StageContext&)> hook = {})
+      : leases(client, {kKeys, max_changes}),
+        handler(effects, "test", [hook](const StageContext& ctx) -> Result<std::string> {
+          if (hook) {
+            if (Status st = hook(ctx); !st.ok()) return st;
+          }
+          return "done " + ctx.stage_name;
+        }) {
+    JobRunnerOptions options;
+    options.on_event = [this](const JobEvent& e) {
+      std::lock_guard lock(mu);
+      events.push_back(e);
+    };
+    runner = std::make_unique<JobRunner>(&leases, store, &handler, options);
+  }
+
+  EpochJobLeases leases;
+  RecordingStageHandler handler;
+  std::unique_ptr<JobRunner> runner;
+  std::mutex mu;
+  std::vector<JobEvent> events;
+};
+
+}  // namespace
+
+TEST_CASE("Jobs on a real cluster with SQLite: two workers, every stage committed once",
+          "[jobs][sqlite]") {
+  auto cluster = StartCluster();
+  auto client = NewClient(*cluster);
+  SqliteFile file;
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 6; ++i) {
+    jobs.push_back(Enqueue(*client, "j" + std::to_string(i), {"reserve", "charge", "ship"}));
+  }
+
+  // Two workers, each with its own session and connection, sweep the queue until it is empty.
+  auto work = [&](std::uint64_t seed) {
+    auto own_client = NewClient(*cluster);
+    auto session = NewSession(own_client.get());
+    SqliteFile::Connection db(file.path);
+    Worker worker(own_client.get(), db.store.get(), db.effects.get());
+    SessionRef ref(session.get());
+    int completed = 0;
+    const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+    for (int round = 0; round < 200 && std::chrono::steady_clock::now() < deadline; ++round) {
+      bool any = false;
+      for (std::size_t k = 0; k < jobs.size(); ++k) {
+        const JobSpec& job = jobs[(k + seed) % jobs.size()];
+        const JobOutcome outcome = worker.runner->RunOnce(job, ref).outcome;
+        if (outcome == JobOutcome::kCompleted) ++completed;
+        if (outcome != JobOutcome::kGone) any = true;
+      }
+      if (!any) break;
+    }
+    return completed;
+  };
+  auto a = std::async(std::launch::async, work, 0);
+  auto b = std::async(std::launch::async, work, 3);
+  CHECK(a.get() + b.get() == 6);
+
+  CHECK(CountPrefix(*client, kKeys.Jobs()) == 0);
+  CHECK(CountPrefix(*client, kKeys.Done()) == 6);
+  CHECK(CountPrefix(*client, kKeys.prefix + "lock/") == 0);
+  SqliteFile::Connection db(file.path);
+  for (const JobSpec& job : jobs) {
+    const Effects effects = file.Of(job.id);
+    REQUIRE(effects.size() == 3);
+    auto record = ParseEpochRecord(Value(*client, kKeys.Epoch(job.id)).value_or(""));
+    REQUIRE(record.ok());
+    CHECK(record->epoch == 1);  // nobody lost a job: it never changed hands
+    for (std::size_t s = 0; s < 3; ++s) {
+      CHECK(effects[s].first == static_cast<std::int64_t>(s + 1));
+      CHECK(effects[s].second == record->token.value());
+    }
+    auto row = db.store->ReadJob(job.id);
+    REQUIRE(row.ok());
+    CHECK(row->state == "done");
+    CHECK(row->last_fencing_token == record->token);
+    CHECK(Value(*client, kKeys.DoneJob(job.id)) == EncodeEpochRecord(*record));
+  }
+}
+
+TEST_CASE("Jobs on a real cluster with PostgreSQL: a takeover resumes with a higher token",
+          "[jobs][postgres]") {
+  testing::PostgresServer postgres;  // throws (the test fails) if PostgreSQL cannot start
+  auto cluster = StartCluster();
+  auto client = NewClient(*cluster);
+  testing::PgConn conn = postgres.Connect();
+  PostgresFencedStore store(conn.get());
+  PostgresEffectLog effects(conn.get());
+  REQUIRE(store.CreateTable().ok());
+  REQUIRE(effects.CreateTable().ok());
+  const JobSpec job = Enqueue(*client, "pg1", {"debit", "credit", "notify"});
+
+  // The first holder loses its session (revoked: its lock key goes) during stage 2.
+  auto first_session = NewSession(client.get());
+  Worker first(client.get(), &store, &effects, 3, [&](const StageContext& ctx) {
+    if (ctx.stage == 2) (void)first_session->Close();
+    return Status::Ok();
+  });
+  SessionRef first_ref(first_session.get());
+  CHECK(first.runner->RunOnce(job, first_ref).outcome == JobOutcome::kSessionLost);
+
+  auto second_session = NewSession(client.get());
+  Worker second(client.get(), &store, &effects);
+  SessionRef second_ref(second_session.get());
+  CHECK(second.runner->RunOnce(job, second_ref).outcome == JobOutcome::kCompleted);
+
+  auto record = ParseEpochRecord(Value(*client, kKeys.Epoch(job.id)).value_or(""));
+  REQUIRE(record.ok());
+  CHECK(record->epoch == 2);
+  const std::int64_t t1 = first.events.front().token.value();
+  const std::int64_t t2 = record->token.value();
+  CHECK(t2 > t1);
+  PGresult* rows = PQexec(conn.get(), "SELECT stage, token FROM job_effects ORDER BY seq");
+  REQUIRE(PQresultStatus(rows) == PGRES_TUPLES_OK);
+  Effects got;
+  for (int r = 0; r < PQntuples(rows); ++r) {
+    got.emplace_back(std::stoll(PQgetvalue(rows, r, 0)), std::stoll(PQgetvalue(rows, r, 1)));
+  }
+  PQclear(rows);
+  CHECK(got == Effects{{1, t1}, {2, t2}, {3, t2}});
+  auto row = store.ReadJob(job.id);
+  REQUIRE(row.ok());
+  CHECK(row->last_fencing_token == FencingToken(t2));
+  CHECK(row->state == "done");
+}
+
+TEST_CASE("A worker process paused past its lease has its late write rejected",
+          "[jobs][sqlite][process]") {
+  auto cluster = StartCluster();
+  auto client = NewClient(*cluster);
+  SqliteFile file;
+  SqliteFile::Connection db(file.path);
+  const JobSpec job = Enqueue(*client, "slow", {"a", "b", "c"});
+
+  // The worker skips its own session checks (--self-fencing=false), as a process that does not
+  // notice its pause would: only the database guard can stop it.
+  const auto log = file.dir.path() / "worker.log";
+  testing::ChildProcess worker(
+      {FENCED_WORKER_PATH, "--endpoints", cluster->Endpoints(), "--prefix", kKeys.prefix,
+       "--sqlite", file.path.string(), "--worker", "paused", "--ttl-s", "1", "--stage-ms", "1500",
+       "--self-fencing", "false", "--max-runtime-s", "60"},
+      log);
+  auto logged = [&](const std::string& text) {
+    return testing::Tail(log, 100'000).find(text) != std::string::npos;
+  };
+  REQUIRE(testing::WaitFor([&] { return logged("event=commit job=slow stage=1 "); }, seconds(20)));
+  REQUIRE(::kill(worker.pid(), SIGSTOP) == 0);  // now inside stage 2's work
+
+  // Its lease expires on the cluster and the lock key goes with it.
+  REQUIRE(testing::WaitFor([&] { return CountPrefix(*client, kKeys.LockName("slow") + "/") == 0; },
+                           seconds(15)));
+  auto session = NewSession(client.get());
+  Worker takeover(client.get(), db.store.get(), db.effects.get());
+  SessionRef ref(session.get());
+  REQUIRE(takeover.runner->RunOnce(job, ref).outcome == JobOutcome::kCompleted);
+  const std::int64_t newer = takeover.events.front().token.value();
+
+  REQUIRE(::kill(worker.pid(), SIGCONT) == 0);
+  INFO(testing::Tail(log));
+  REQUIRE(
+      testing::WaitFor([&] { return logged("event=rejected job=slow stage=2 "); }, seconds(20)));
+  const Effects effects = file.Of("slow");
+  REQUIRE(effects.size() == 3);
+  CHECK(effects[0].second < newer);  // stage 1 by the paused worker
+  CHECK(effects[1] == std::pair<std::int64_t, std::int64_t>{2, newer});
+  CHECK(effects[2] == std::pair<std::int64_t, std::int64_t>{3, newer});
+  auto row = db.store->ReadJob("slow");
+  REQUIRE(row.ok());
+  CHECK(row->last_fencing_token == FencingToken(newer));
+}
+
+TEST_CASE("A poison job lands in the dead-letter prefix after N epoch changes", "[jobs][sqlite]") {
+  auto cluster = StartCluster();
+  auto client = NewClient(*cluster);
+  SqliteFile file;
+  SqliteFile::Connection db(file.path);
+  const JobSpec job = Enqueue(*client, "poison", {"one", "two"});
+  auto session = NewSession(client.get());
+  Worker worker(client.get(), db.store.get(), db.effects.get(), /*max_changes=*/2,
+                [](const StageContext& ctx) {
+                  return ctx.stage == 2 ? Status::Aborted("always fails") : Status::Ok();
+                });
+  SessionRef ref(session.get());
+  std::vector<JobOutcome> outcomes;
+  for (int i = 0; i < 5; ++i) outcomes.push_back(worker.runner->RunOnce(job, ref).outcome);
+  CHECK(outcomes == std::vector<JobOutcome>{JobOutcome::kStageFailed, JobOutcome::kStageFailed,
+                                            JobOutcome::kStageFailed, JobOutcome::kDeadLettered,
+                                            JobOutcome::kGone});
+  // Every acquisition had a new, larger token and counted one epoch.
+  std::vector<std::int64_t> tokens;
+  std::vector<std::int64_t> epochs;
+  for (const JobEvent& e : worker.events) {
+    if (e.kind == JobEventKind::kAcquired || e.kind == JobEventKind::kDeadLettered) {
+      tokens.push_back(e.token.value());
+      epochs.push_back(e.epoch);
+    }
+  }
+  CHECK(epochs == std::vector<std::int64_t>{1, 2, 3, 4});
+  REQUIRE(tokens.size() == 4);
+  for (std::size_t i = 1; i < tokens.size(); ++i) CHECK(tokens[i] > tokens[i - 1]);
+
+  CHECK(Value(*client, kKeys.DlqJob("poison")) == job.payload);
+  CHECK_FALSE(Value(*client, kKeys.Job("poison")).has_value());
+  CHECK(Value(*client, kKeys.Epoch("poison")) == EncodeEpochRecord({4, FencingToken(tokens[3])}));
+  CHECK(CountPrefix(*client, kKeys.LockName("poison") + "/") == 0);
+  CHECK(file.Of("poison") == Effects{{1, tokens[0]}});  // stage 1 once, never re-applied
+}
+
+namespace {
+
+// `etcdctl lock NAME -- sh -c ...` holding the lock until the test creates a release file.
+struct EtcdctlLock {
+  EtcdctlLock(const std::string& endpoints, const std::string& name,
+              const std::filesystem::path& dir)
+      : release(dir / "release"), log(dir / "etcdctl.log") {
+    ::setenv("ETCDCTL_API", "3", 1);
+    const std::string script = "echo \"held rev=$ETCD_LOCK_REV\"; i=0; while [ ! -f '" +
+                               release.string() +
+                               "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done";
+    process = std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{test::kEtcdctlPath, "--endpoints=" + endpoints, "lock", name, "--",
+                                 "/bin/sh", "-c", script},
+        log);
+  }
+  bool Holds() { return testing::Tail(log).find("held rev=") != std::string::npos; }
+  std::int64_t Rev() {
+    const std::string text = testing::Tail(log);
+    return std::stoll(text.substr(text.find("rev=") + 4));
+  }
+  void Release() { std::ofstream(release) << "go"; }
+
+  std::filesystem::path release;
+  std::filesystem::path log;
+  std::unique_ptr<testing::ChildProcess> process;
+};
+
+}  // namespace
+
+TEST_CASE("etcdctl lock on Epoch excludes an Epoch Mutex and the job runner on the same name",
+          "[jobs][mutex]") {
+  auto cluster = StartCluster();
+  auto client = NewClient(*cluster);
+  testing::TempDir dir;
+  const JobSpec job = Enqueue(*client, "locked", {"only"});
+  EtcdctlLock other(cluster->Endpoints(), kKeys.LockName("locked"), dir.path());
+  REQUIRE(testing::WaitFor([&] { return other.Holds(); }, seconds(20)));
+
+  auto session = NewSession(client.get());
+  SessionRef ref(session.get());
+  SqliteFile file;
+  SqliteFile::Connection db(file.path);
+  Worker worker(client.get(), db.store.get(), db.effects.get());
+  CHECK(worker.runner->RunOnce(job, ref).outcome == JobOutcome::kBusy);
+
+  Mutex mutex(client.get(), *session, kKeys.LockName("locked"));
+  auto waiting = std::async(std::launch::async, [&] { return mutex.Lock(); });
+  REQUIRE(testing::WaitFor(
+      [&] { return CountPrefix(*client, kKeys.LockName("locked") + "/") == 2; }, seconds(10)));
+  CHECK(waiting.wait_for(milliseconds(0)) == std::future_status::timeout);
+  other.Release();
+  auto token = waiting.get();
+  REQUIRE(token.ok());
+  CHECK(token->value() > other.Rev());
+  REQUIRE(mutex.Unlock().ok());
+  REQUIRE(testing::WaitFor([&] { return !other.process->Running(); }, seconds(20)));
+
+  // Free again: the runner takes the job now.
+  CHECK(worker.runner->RunOnce(job, ref).outcome == JobOutcome::kCompleted);
+}
+
+}  // namespace epoch::client
