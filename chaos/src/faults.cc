@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <numeric>
 #include <thread>
 
@@ -39,10 +42,37 @@ Result<double> MeasureFailover(client::Client& prober, std::chrono::steady_clock
   return Status::Timeout("no write succeeded within 15 s of the leader kill");
 }
 
+// A failover slower than the p99 target keeps every node's log tail next to the
+// cluster directory (which is removed when the round passes), for the lead to read.
+constexpr double kSlowFailoverMs = 450;
+
+void KeepSlowFailoverLogs(test::TestCluster& tc, int killed, double ms,
+                          std::chrono::system_clock::time_point killed_at) {
+  static int count = 0;
+  std::string path = fmt::format("{}-slow-failover-{}.log", tc.dir(), ++count);
+  std::ofstream out(path);
+  auto since_epoch_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(killed_at.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(since_epoch_ms / 1000);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  out << fmt::format(
+      "leader n{} SIGKILLed at {:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03} (UTC, as in the node "
+      "logs); "
+      "first successful write after {:.1f} ms\n",
+      killed + 1, utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+      utc.tm_sec, since_epoch_ms % 1000, ms);
+  for (int i = 0; i < tc.size(); ++i) {
+    out << fmt::format("==== n{} (log tail) ====\n", i + 1) << tc.LogTail(i, 16384) << "\n";
+  }
+  fmt::print("slow failover ({:.1f} ms): node log tails kept in {}\n", ms, path);
+}
+
 Result<std::string> KillLeader(FaultContext& ctx, int leader) {
   test::TestCluster& tc = ctx.cluster.nodes();
   // Warm the prober: its first write after the kill must not pay for a first connection.
   (void)ctx.prober.Put("/failover/warm", "1");
+  auto wall0 = std::chrono::system_clock::now();
   auto t0 = std::chrono::steady_clock::now();
   tc.Kill(leader);
   auto ms = MeasureFailover(ctx.prober, t0);
@@ -50,6 +80,7 @@ Result<std::string> KillLeader(FaultContext& ctx, int leader) {
   if (!restarted.ok()) return restarted;
   if (!ms.ok()) return ms.status().Annotate(fmt::format("kill n{} (leader)", leader + 1));
   ctx.failover_ms.push_back(*ms);
+  if (*ms > kSlowFailoverMs) KeepSlowFailoverLogs(tc, leader, *ms, wall0);
   return fmt::format("SIGKILL n{} (leader), first write after {:.1f} ms, restarted", leader + 1,
                      *ms);
 }
@@ -188,6 +219,12 @@ Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx) {
     case FaultKind::kPauseFollower: return Pause(ctx, RandomOther(ctx.rng, n, *leader), false);
     case FaultKind::kPauseWorker: {
       int w = std::uniform_int_distribution<int>(0, ctx.locks.workers() - 1)(ctx.rng);
+      // Prefer the current holder (it wrote its id after acquiring), so the pause hits a worker
+      // in the middle of its stages.
+      if (auto h = ctx.prober.Get(HolderKey(ctx.locks.job())); h.ok() && h->has_value()) {
+        int id = std::atoi((*h)->value().c_str());
+        if (id >= 1 && id <= ctx.locks.workers()) w = id - 1;
+      }
       milliseconds hold = Between(ctx.rng, 1500, 3000);  // the lease TTL is 1 s
       ctx.locks.Pause(w);
       Hold(hold);

@@ -92,9 +92,14 @@ void HoldAndWork(client::Client& c, client::Session& session, sqlite3* db,
   auto token = mutex.Lock({std::chrono::milliseconds(3000), {}});
   if (!token.ok()) return;
   ++n.acquisitions;
+  // Tell the harness who holds the lock, so a worker pause can hit the holder.
+  (void)c.Put(HolderKey(a.job), std::to_string(a.id), LeaseId(0),
+              {std::chrono::milliseconds(500), {}});
   for (int stage = 0; stage < 3 && !g_stop.load(); ++stage) {
     if (!session.CanTakeNewWork()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(15));  // the stage's own work
+    // The stage's own work, between the session check and the commit: a pause that lands here
+    // (a GC pause, SIGSTOP) outlives the lease, and only the fencing guard stops the commit.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
     if (!CommitStage(db, store, a, *token, n)) break;
   }
   (void)mutex.Unlock({std::chrono::milliseconds(1000), {}});

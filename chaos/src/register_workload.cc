@@ -41,6 +41,7 @@ std::int64_t MonotonicNs() {
 
 void RegisterWorkload::Start() {
   stop_ = false;
+  start_ns_ = MonotonicNs();
   recorded_.assign(static_cast<std::size_t>(options_.clients), Recorded{});
   for (int i = 0; i < options_.clients; ++i) {
     threads_.emplace_back([this, i] { RunClient(i, &recorded_[static_cast<std::size_t>(i)]); });
@@ -71,8 +72,11 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
   std::uint64_t seq = 0;
   const auto client_id = static_cast<std::uint64_t>(index);
   while (!stop_.load()) {
-    std::string key = fmt::format("{}k{:02}", options_.prefix,
+    std::int64_t generation =
+        (MonotonicNs() - start_ns_) / std::chrono::nanoseconds(options_.key_generation).count();
+    std::string key = fmt::format("{}g{}-k{:02}", options_.prefix, generation,
                                   std::uniform_int_distribution<int>(0, options_.keys - 1)(rng));
+
     std::string value = fmt::format("c{}-{}", index, ++seq);
     int dice = std::uniform_int_distribution<int>(0, 99)(rng);
     KvOp op;

@@ -51,6 +51,7 @@ class LockWorkload {
   void Pause(int i);
   void Resume(int i);
   [[nodiscard]] int workers() const { return static_cast<int>(procs_.size()); }
+  [[nodiscard]] const std::string& job() const { return options_.job; }
   // SIGTERM every worker and wait for it to exit (SIGKILL after a bound).
   void Stop();
   [[nodiscard]] FencingReport Check() const;
@@ -59,6 +60,9 @@ class LockWorkload {
   LockWorkloadOptions options_;
   std::vector<test::ChildProcess> procs_;
 };
+
+// The key where the worker holding the lock of `job` writes its id (1-based) after acquiring it.
+[[nodiscard]] inline std::string HolderKey(const std::string& job) { return "/holder/" + job; }
 
 // The worker process (chaos_runner --worker ...). Returns its exit code.
 int RunLockWorker(int argc, char** argv);

@@ -1,6 +1,9 @@
 // RegisterWorkload: clients doing put / get / cas / delete with unique values over many keys,
 // recorded as a history for the linearizability checker (tests/lincheck, KvModel).
 //
+// Keys are "<prefix>g<generation>-k<index>": `keys` keys per generation, a new generation every
+// `key_generation`.
+//
 // Each client thread has its own epoch::client::Client whose preferred endpoint differs (writes
 // and linearizable reads reach followers too, which forward them). Linearizable reads are served
 // by the leader lease or by ReadIndex, whichever the leader picks (the per-node counters
@@ -35,6 +38,10 @@ struct RegisterOptions {
   std::string prefix = "/reg/";
   std::chrono::milliseconds op_timeout{1000};
   std::chrono::milliseconds pace{4};  // pause between one client's operations
+  // Keys are rotated: every `key_generation` the clients move to fresh keys, so one key's history
+  // (one partition of the linearizability search) stays short however long the round runs. A
+  // long partition with many unknown-outcome writes makes the search exponential.
+  std::chrono::milliseconds key_generation{2000};
   std::uint64_t seed = 1;
 };
 
@@ -73,6 +80,7 @@ class RegisterWorkload {
 
   RegisterOptions options_;
   std::atomic<bool> stop_{false};
+  std::int64_t start_ns_ = 0;  // generation 0 starts here
   std::atomic<std::uint64_t> completed_{0};
   std::vector<Recorded> recorded_;
   std::vector<std::thread> threads_;
