@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
+#include <thread>
 
+#include "epoch/chaos/chaos_cluster.h"
 #include "epoch/chaos/faults.h"
 #include "epoch/chaos/lock_workload.h"
 #include "epoch/chaos/proxy_net.h"
@@ -126,4 +128,40 @@ TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
   CHECK(static_cast<int>(kinds.size()) == epoch::chaos::kFaultKinds);
   CHECK(std::count(s.begin(), s.end(), epoch::chaos::FaultKind::kKillLeader) == 3);
   CHECK(epoch::chaos::FaultSchedule(42, 40) == epoch::chaos::FaultSchedule(42, 40));
+}
+
+TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint obeys", "[chaos]") {
+  auto cc = epoch::chaos::ChaosCluster::Start({EPOCH_EPOCHD_PATH, 3, {}, 7});
+  REQUIRE(cc.ok());
+  epoch::test::TestCluster& tc = (*cc)->nodes();
+  auto leader = tc.WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+
+  // Bad failpoint requests get a 400 and change nothing; good ones are accepted.
+  CHECK_FALSE((*cc)->Disk(*leader, "bogus=1").ok());
+  CHECK_FALSE((*cc)->Disk(*leader, "sync_delay_ms=-5").ok());
+  CHECK_FALSE((*cc)->Disk(*leader, "sync_delay_ms=99999999").ok());
+  CHECK((*cc)->Disk(*leader, "sync_delay_ms=5").ok());
+  CHECK((*cc)->Disk(*leader, "clear=1").ok());
+
+  // Cutting the leader's proxied links must make the others elect a new leader: proof that the
+  // peer traffic really goes through the proxies (--peer-dial-override).
+  for (int j = 0; j < tc.size(); ++j) {
+    if (j != *leader) (*cc)->net().SetPair(*leader, j, LinkFault::Cut());
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  bool moved = false;
+  while (!moved && std::chrono::steady_clock::now() < deadline) {
+    for (int j = 0; j < tc.size() && !moved; ++j) {
+      if (j == *leader) continue;
+      auto s = tc.NodeStatus(j);
+      moved = s.ok() && s->leader() != 0 && s->leader() != tc.node(*leader).member_id;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(moved);
+  (*cc)->net().HealAll();
+  CHECK(tc.WaitHealthy(std::chrono::seconds(20)).ok());
+  std::string detail;
+  CHECK((*cc)->CheckConverged(std::chrono::seconds(10), &detail).ok());
 }
