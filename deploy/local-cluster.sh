@@ -5,6 +5,12 @@
 #   deploy/local-cluster.sh stop     stop it (by the PIDs it recorded)
 #   deploy/local-cluster.sh status   etcdctl endpoint status for every member
 #   deploy/local-cluster.sh demo     start, show it working (writes, reads, a leader kill), stop
+#   deploy/local-cluster.sh leader   print the number of the current leader (1..n; 0 if none)
+#   deploy/local-cluster.sh kill N   SIGKILL node N (its recorded PID)
+#   deploy/local-cluster.sh start-node N   start node N again (data dir kept), wait until healthy
+#   deploy/local-cluster.sh endpoints      print the client endpoints (host:port,...)
+#
+# The jobs demo (the README's first command) is deploy/jobs-demo.sh; it drives this script.
 #
 # Ports: client 2379 + 10*i, peer 2380 + 10*i, metrics 2381 + 10*i (i = 0..n-1); override the base
 # with EPOCH_BASE_PORT. Logs: $EPOCH_CLUSTER_DIR/nI.log.
@@ -116,10 +122,31 @@ cmd_demo() {
   echo; cmd_status
 }
 
+node_arg() {
+  [[ "${1:-}" =~ ^[0-9]+$ ]] && ((${1} >= 1 && ${1} <= nodes)) ||
+    { echo "node number must be 1..$nodes" >&2; exit 2; }
+  echo $(($1 - 1))
+}
+
+cmd_kill() {
+  local i; i=$(node_arg "${1:-}")
+  kill -9 "$(cat "$dir/n$((i + 1)).pid")"
+}
+
+cmd_start_node() {
+  local i; i=$(node_arg "${1:-}")
+  start_node "$i"
+  wait_healthy
+}
+
 case "${1:-}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   demo) cmd_demo ;;
-  *) echo "usage: $0 start|stop|status|demo" >&2; exit 2 ;;
+  leader) echo $(($(leader_index) + 1)) ;;
+  kill) cmd_kill "${2:-}" ;;
+  start-node) cmd_start_node "${2:-}" ;;
+  endpoints) endpoints ;;
+  *) echo "usage: $0 start|stop|status|demo|leader|kill N|start-node N|endpoints" >&2; exit 2 ;;
 esac

@@ -1,28 +1,28 @@
 #!/usr/bin/env bash
-# The main job: build, start a local 3-node Epoch cluster on loopback, and show it working.
-# Until every piece exists, it builds what is there and says what is missing.
+# The main job: build, start a local 3-node Epoch cluster on loopback, and run fenced workers on it
+# (deploy/jobs-demo.sh): jobs completed, stale commits rejected, epoch changes, dead-lettered jobs
+# and violations (must be 0) after a leader kill and a worker paused past its lease.
+#
+#   bash scripts/demo.sh              # SQLite (the default database)
+#   bash scripts/demo.sh --postgres   # a private local PostgreSQL instead
+#
+# The cluster-only tour (writes, reads, a leader kill) is `deploy/local-cluster.sh demo`.
+# EPOCH_DEMO_BUILD_DIR=<dir> builds and runs from an existing CMake build directory instead of the
+# release preset.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 bash scripts/deps.sh
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)"
-
-bin="$root/build/release"
-if [ -x "$bin/server/epochd" ] && [ -x "$root/deploy/local-cluster.sh" ]; then
-  exec "$root/deploy/local-cluster.sh" demo
+if [ -n "${EPOCH_DEMO_BUILD_DIR:-}" ]; then
+  bin=$(cd "$EPOCH_DEMO_BUILD_DIR" && pwd)
+  cmake --build "$bin" --target epochd epoch_fenced_worker
+else
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target epochd epoch_fenced_worker
+  bin="$root/build/release"
 fi
 
-echo
-echo "Epoch is built, but the node (epochd) does not exist yet, so there is no cluster to start."
-echo "What is there:"
-for lib in common/libepoch_common proto/libepoch_proto raft/libepoch_raft wal/libepoch_wal \
-           server/libepoch_server client/libepoch_client; do
-  name=${lib##*/}
-  if [ -f "$bin/$lib.a" ]; then echo "  built    $name"; else echo "  missing  $name"; fi
-done
-for exe in server/epochd client/epochctl; do
-  if [ -x "$bin/$exe" ]; then echo "  built    ${exe##*/}"; else echo "  missing  ${exe##*/}"; fi
-done
-echo "Run the tests with: bash scripts/test.sh"
+export EPOCHD="$bin/server/epochd"
+export EPOCH_FENCED_WORKER="$bin/client/examples/epoch_fenced_worker"
+exec "$root/deploy/jobs-demo.sh" "$@"

@@ -10,7 +10,7 @@ PACKAGES=(
   libasio-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   librocksdb-dev libfmt-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libpq-dev libssl-dev
   # tools the tests and benchmarks use
-  etcd-client etcd-server postgresql
+  etcd-client etcd-server postgresql python3
 )
 
 missing=()
