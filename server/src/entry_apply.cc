@@ -191,7 +191,7 @@ Result<ApplyResult> Replay(const v1::StoredIdempotency& record, Revision rev) {
 Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
                                const InternalRequest& req) {
   EPOCH_RETURN_IF_ERROR(PruneIdempotency(*ctx.reader, ctx.batch, meta->cluster_time_ms,
-                                         ctx.options->idempotency_prune_per_apply));
+                                         ctx.options->idempotency_prune_per_apply, ctx.idempotency_hint));
   const bool keyed = !req.idempotency_key().empty();
   if (keyed) {
     Result<std::optional<v1::StoredIdempotency>> seen =
@@ -221,7 +221,7 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
     ttl_ms = std::min(ttl_ms, ctx.options->idempotency_max_ttl_ms);
     EPOCH_RETURN_IF_ERROR(RememberIdempotency(ctx.batch, req.idempotency_key(),
                                               meta->cluster_time_ms + ttl_ms, out.response,
-                                              out.status));
+                                              out.status, ctx.idempotency_hint));
   }
   return out;
 }

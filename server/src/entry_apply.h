@@ -10,6 +10,7 @@
 #include "epoch/server/kv_store.h"
 #include "epoch/status.h"
 #include "epoch/v1/internal.pb.h"
+#include "idempotency.h"
 #include "store_reader.h"
 
 namespace epoch::server {
@@ -19,6 +20,8 @@ struct EntryContext {
   const StoreReader* reader;
   rocksdb::WriteBatchWithIndex* batch;
   const KvStoreOptions* options;
+  // The applier's in-memory idempotency expiry hint for the state `batch` builds.
+  IdempotencyExpiryHint* idempotency_hint;
 };
 
 // Applies `request` on top of `*meta`, which is updated when the request succeeds (revision,

@@ -1,5 +1,6 @@
 #include "idempotency.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ Result<std::optional<v1::StoredIdempotency>> LookupIdempotency(const StoreReader
 
 Status RememberIdempotency(rocksdb::WriteBatchWithIndex* batch, std::string_view key,
                            std::int64_t expires_ms, const v1::InternalResponse& response,
-                           const Status& status) {
+                           const Status& status, IdempotencyExpiryHint* hint) {
+  hint->earliest_ms = std::min(hint->earliest_ms, expires_ms);
   v1::StoredIdempotency record;
   record.set_expires_cluster_ms(expires_ms);
   if (status.ok()) {
@@ -37,23 +39,34 @@ Status RememberIdempotency(rocksdb::WriteBatchWithIndex* batch, std::string_view
 }
 
 Status PruneIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithIndex* batch,
-                        std::int64_t now_ms, int max_count) {
+                        std::int64_t now_ms, int max_count, IdempotencyExpiryHint* hint) {
+  if (now_ms < hint->earliest_ms) return Status::Ok();
   std::vector<std::string> expired_expiry_keys;
   std::vector<std::string> expired_keys;
   {
     BoundedIterator it = reader.NewIterator(TableBounds(kIdempotencyExpiryTable));
     std::int64_t expires_ms = 0;
     std::string key;
-    for (it.SeekToFirst(); it.Valid() && static_cast<int>(expired_keys.size()) < max_count;
-         it.Next()) {
+    // Exhausting the table means nothing is left to expire; stopping at a live record means
+    // nothing expires before it; stopping at max_count means more may be due now.
+    std::int64_t next_earliest = INT64_MAX;
+    for (it.SeekToFirst(); it.Valid(); it.Next()) {
       if (!ParseIdempotencyExpiryKey(it.key(), &expires_ms, &key)) {
         return Status::Corruption("malformed idempotency expiry key");
       }
-      if (expires_ms > now_ms) break;
+      if (expires_ms > now_ms) {
+        next_earliest = expires_ms;
+        break;
+      }
+      if (static_cast<int>(expired_keys.size()) >= max_count) {
+        next_earliest = now_ms;
+        break;
+      }
       expired_expiry_keys.emplace_back(it.key());
       expired_keys.push_back(key);
     }
     EPOCH_RETURN_IF_ERROR(it.status());
+    hint->earliest_ms = next_earliest;
   }
   for (std::size_t i = 0; i < expired_keys.size(); ++i) {
     EPOCH_RETURN_IF_ERROR(FromRocks(batch->Delete(expired_expiry_keys[i]), "prune"));

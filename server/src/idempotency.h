@@ -9,6 +9,7 @@
 
 #include <rocksdb/utilities/write_batch_with_index.h>
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -24,13 +25,23 @@ Result<std::optional<v1::StoredIdempotency>> LookupIdempotency(const StoreReader
                                                                std::string_view key,
                                                                std::int64_t now_ms);
 
-// Remembers the outcome of the request with `key` until `expires_ms`.
+// What the applier knows, in memory, about the earliest expiry in the table: no record expires
+// before `earliest_ms`. It lets PruneIdempotency skip the table scan on almost every entry
+// without changing what is pruned when, so replicas stay identical whatever their hint history.
+// kUnknownExpiry (the value after open or a snapshot install) forces one scan.
+struct IdempotencyExpiryHint {
+  static constexpr std::int64_t kUnknownExpiry = INT64_MIN;
+  std::int64_t earliest_ms = kUnknownExpiry;
+};
+
+// Remembers the outcome of the request with `key` until `expires_ms`; lowers `hint`.
 Status RememberIdempotency(rocksdb::WriteBatchWithIndex* batch, std::string_view key,
                            std::int64_t expires_ms, const v1::InternalResponse& response,
-                           const Status& status);
+                           const Status& status, IdempotencyExpiryHint* hint);
 
-// Removes up to `max_count` records that expired at or before `now_ms`.
+// Removes up to `max_count` records that expired at or before `now_ms`. Scans only when `hint`
+// says something may have expired, and updates it from what the scan saw.
 Status PruneIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithIndex* batch,
-                        std::int64_t now_ms, int max_count);
+                        std::int64_t now_ms, int max_count, IdempotencyExpiryHint* hint);
 
 }  // namespace epoch::server

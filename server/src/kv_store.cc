@@ -136,7 +136,8 @@ Status KvStore::WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const 
 Result<std::vector<ApplyResult>> KvStore::ApplyBatch(std::span<const ApplyInput> inputs) {
   rocksdb::WriteBatchWithIndex batch(rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true);
   StoreReader reader(db_.get(), nullptr, &batch);
-  const EntryContext ctx{&reader, &batch, &options_};
+  IdempotencyExpiryHint hint{idempotency_earliest_expiry_ms_};
+  const EntryContext ctx{&reader, &batch, &options_, &hint};
   Meta meta = meta_;  // only this thread writes meta_, so reading it unlocked is race-free
   std::vector<ApplyResult> results;
   results.reserve(inputs.size());
@@ -154,6 +155,7 @@ Result<std::vector<ApplyResult>> KvStore::ApplyBatch(std::span<const ApplyInput>
     results.push_back(std::move(*r));
   }
   EPOCH_RETURN_IF_ERROR(WriteBatchAndPublish(&batch, meta));
+  idempotency_earliest_expiry_ms_ = hint.earliest_ms;  // only once the batch is the state
   return results;
 }
 
@@ -176,7 +178,12 @@ Status KvStore::ApplyEmpty(LogIndex index) {
 }
 
 Result<LogIndex> KvStore::Flush() {
-  const LogIndex applied = meta_.applied;
+  // Any thread: under mu_, every batch up to `applied` is already in the memtables we flush.
+  LogIndex applied;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    applied = meta_.applied;
+  }
   rocksdb::FlushOptions fo;
   fo.wait = true;
   EPOCH_RETURN_IF_ERROR(FromRocks(db_->Flush(fo), "flush"));
@@ -196,9 +203,9 @@ Result<LogIndex> KvStore::CreateCheckpoint(const std::string& dir) {
 
 Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
   rocksdb::DB* raw = nullptr;
-  EPOCH_RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), checkpoint_dir,
-                                                               &raw),
-                                  "open checkpoint " + checkpoint_dir));
+  EPOCH_RETURN_IF_ERROR(
+      FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), checkpoint_dir, &raw),
+                "open checkpoint " + checkpoint_dir));
   std::unique_ptr<rocksdb::DB> image(raw);
   Result<std::optional<Meta>> loaded = LoadMeta(image.get());
   if (!loaded.ok()) return loaded.status().Annotate("checkpoint " + checkpoint_dir);
@@ -220,8 +227,8 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
   {
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), db_->GetOptions());
     EPOCH_RETURN_IF_ERROR(FromRocks(writer.Open(sst), "create " + sst));
-    EPOCH_RETURN_IF_ERROR(FromRocks(writer.DeleteRange(std::string(), std::string(1, '\xff')),
-                                    "write " + sst));
+    EPOCH_RETURN_IF_ERROR(
+        FromRocks(writer.DeleteRange(std::string(), std::string(1, '\xff')), "write " + sst));
     std::unique_ptr<rocksdb::Iterator> it(image->NewIterator(rocksdb::ReadOptions()));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       EPOCH_RETURN_IF_ERROR(FromRocks(writer.Put(it->key(), it->value()), "write " + sst));
@@ -239,6 +246,7 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
     ingested = FromRocks(db_->IngestExternalFile({sst}, ingest), "ingest " + sst);
     if (ingested.ok()) meta_ = meta;
   }
+  idempotency_earliest_expiry_ms_ = INT64_MIN;  // the image's records are unknown: scan once
   std::error_code ec;
   std::filesystem::remove(sst, ec);
   return ingested;

@@ -304,6 +304,7 @@ void SnapshotManager::AfterAdvance(const raft::Ready& ready, const raft::Node& n
 }
 
 void SnapshotManager::MaybeCompact(const raft::Node& node) {
+  if (flush_in_flight_ || !running_) return;
   const LogIndex snapshot_index = log_.LastSnapshot().index;
   // After a restart the state machine may be ahead of the core; compact only what both applied.
   const LogIndex applied = std::min(node.applied_index(), store_.AppliedIndex());
@@ -312,25 +313,46 @@ void SnapshotManager::MaybeCompact(const raft::Node& node) {
       CompactionInput{snapshot_index, applied, bytes_since_compaction_, last_conf_change_});
   if (!target) return;
   // RocksDB's WAL is off: only flushed state survives a crash, so never drop log entries above
-  // the flushed applied index (server/README.md, "Durability").
-  Result<LogIndex> flushed = store_.Flush();
+  // the flushed applied index (server/README.md, "Durability"). The flush waits for RocksDB to
+  // write the memtables (tens of ms): it runs on the I/O thread, and the strand keeps handling
+  // Readies meanwhile; the compaction itself comes back to the strand.
+  flush_in_flight_ = true;
+  const std::uint64_t bytes_at_start = bytes_since_compaction_;
+  const raft::ConfState conf = node.conf_state();
+  asio::post(io_, [this, target = *target, bytes_at_start, conf] {
+    Result<LogIndex> flushed = store_.Flush();
+    driver_.Post([this, target, bytes_at_start, conf, flushed = std::move(flushed)] {
+      FinishCompaction(target, bytes_at_start, conf, flushed);
+    });
+  });
+}
+
+void SnapshotManager::FinishCompaction(LogIndex target, std::uint64_t bytes_at_start,
+                                       const raft::ConfState& conf,
+                                       const Result<LogIndex>& flushed) {
+  flush_in_flight_ = false;
+  if (!running_) return;
   if (!flushed.ok()) {
     spdlog::error("node={:x} log compaction skipped: flush failed: {}", self_,
                   flushed.status().ToString());
     return;
   }
-  const LogIndex index = std::min(*target, *flushed);
+  const LogIndex snapshot_index = log_.LastSnapshot().index;
+  // A snapshot installed while the flush ran may have moved the log past the target.
+  const LogIndex index = std::min(target, *flushed);
   if (index <= snapshot_index) return;
-  Status compacted = log_.Compact(index, node.conf_state());
+  // The membership may have changed meanwhile; the target never passes the last conf change
+  // (CompactionTarget), so the conf state taken with it is the one at `index`.
+  Status compacted = log_.Compact(index, conf);
   if (!compacted.ok()) {
     spdlog::error("node={:x} log compaction to {} failed: {}", self_, index, compacted.ToString());
     return;
   }
   spdlog::info(
-      "node={:x} compacted the log up to {} (applied {}, {} entries kept, {} bytes "
-      "appended since the last compaction)",
-      self_, index, applied, log_.LastIndex() - index, bytes_since_compaction_);
-  bytes_since_compaction_ = 0;
+      "node={:x} compacted the log up to {} ({} entries kept, {} bytes appended since the "
+      "previous compaction)",
+      self_, index, log_.LastIndex() - index, bytes_at_start);
+  bytes_since_compaction_ -= std::min(bytes_since_compaction_, bytes_at_start);
   std::lock_guard lock(mu_);
   ++stats_.compactions;
   stats_.last_compaction = index;

@@ -117,6 +117,8 @@ class SnapshotManager final : public SnapshotHooks {
   void KeepReadyImage(const AssembledSnapshot& image, const raftpb::Message& envelope);
   // Strand.
   void MaybeCompact(const raft::Node& node);
+  void FinishCompaction(LogIndex target, std::uint64_t bytes_at_start, const raft::ConfState& conf,
+                        const Result<LogIndex>& flushed);
   void FailTransferNow(NodeId peer, const std::string& reason);
 
   const SnapshotOptions options_;
@@ -140,7 +142,8 @@ class SnapshotManager final : public SnapshotHooks {
   CheckpointCache checkpoints_;
   raft::ConfState conf_;  // membership as of the core's applied index
   std::uint64_t bytes_since_compaction_ = 0;
-  LogIndex last_conf_change_;  // last applied kConfChange entry
+  LogIndex last_conf_change_;     // last applied kConfChange entry
+  bool flush_in_flight_ = false;  // a compaction's flush runs on the I/O thread
 
   // --- I/O thread only ---
   std::map<NodeId, Outgoing> outgoing_;

@@ -16,6 +16,7 @@
 // consistent applied state (a RocksDB snapshot taken together with the revision it belongs to).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -112,7 +113,8 @@ class KvStore {
   Result<ApplyResult> Apply(LogIndex index, const v1::InternalRequest& request);
   // Records an entry that does not touch the state machine (leader no-op, conf change).
   Status ApplyEmpty(LogIndex index);
-  // Flushes memtables; returns the applied index that is now durable.
+  // Flushes memtables; returns the applied index that is now durable. Any thread (the snapshot
+  // manager flushes on its I/O thread while the applier goes on).
   Result<LogIndex> Flush();
   // Writes a RocksDB checkpoint (a consistent, openable copy) into the new directory `dir` and
   // returns the applied index it contains.
@@ -179,6 +181,9 @@ class KvStore {
   // reader never sees a snapshot with another batch's revision.
   mutable std::mutex mu_;
   Meta meta_;
+  // Applier thread only: no idempotency record expires before this cluster time (INT64_MIN:
+  // unknown, scan once). See IdempotencyExpiryHint in src/idempotency.h.
+  std::int64_t idempotency_earliest_expiry_ms_ = INT64_MIN;
 };
 
 }  // namespace epoch::server

@@ -2,8 +2,17 @@
 // The WAL already orders requests and group-commits them; this adapter only maps one Ready's
 // snapshot / entries / hard state onto its requests and reports when the last one is durable.
 //
-// Threading: as wal::Wal (any thread); `done` runs on the WAL's sync thread.
+// A Ready whose only change is the commit index (`sync == false`, etcd's MustSync) needs no
+// durability: the hard state is kept and written with the next synced request, and `done` runs at
+// once. The commit index is a hint after a crash (raft clamps it; the state machine's applied
+// index is durable with its data), so a lost commit-only update is safe; it saves the fdatasync
+// that would otherwise sit on every write's critical path (bench/kv/PROFILE.md, finding 1).
+//
+// Threading: Persist and Compact from one thread (the Raft strand); `done` runs on the WAL's sync
+// thread, or inline for a commit-only Ready.
 #pragma once
+
+#include <optional>
 
 #include "epoch/server/durable_log.h"
 #include "epoch/wal/wal.h"
@@ -32,6 +41,7 @@ class WalLog final : public DurableLog {
 
  private:
   wal::Wal& wal_;
+  std::optional<raft::HardState> deferred_hard_state_;  // commit-only, not yet written
 };
 
 }  // namespace epoch::server
