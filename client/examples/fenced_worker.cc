@@ -82,6 +82,8 @@ Status OpenDatabase(const Flags& flags, Database* db) {
     if (PQstatus(db->pg) != CONNECTION_OK) {
       return Status::Unavailable(fmt::format("postgres: {}", PQerrorMessage(db->pg)));
     }
+    PQsetNoticeProcessor(
+        db->pg, [](void*, const char*) {}, nullptr);  // "already exists" chatter
     db->store = std::make_unique<PostgresFencedStore>(db->pg);
     db->effects = std::make_unique<PostgresEffectLog>(db->pg);
     return Status::Ok();
@@ -135,7 +137,8 @@ std::vector<std::string> Split(const std::string& text, char sep) {
   return out;
 }
 
-// One pass over the queue. Returns false when the queue is empty.
+// One pass over the queue. Returns false when no runnable job is queued (an unparseable job is
+// logged and left for an operator; it does not keep the worker alive).
 Result<bool> Sweep(Client& client, const Flags& flags, JobRunner& runner, Session& session,
                    std::mt19937_64& rng) {
   etcdserverpb::RangeRequest range;
@@ -148,19 +151,21 @@ Result<bool> Sweep(Client& client, const Flags& flags, JobRunner& runner, Sessio
   std::vector<mvccpb::KeyValue> kvs(listed->kvs().begin(), listed->kvs().end());
   std::shuffle(kvs.begin(), kvs.end(), rng);
   SessionRef ref(&session);
+  bool runnable = false;
   for (const auto& kv : kvs) {
-    if (!session.CanTakeNewWork()) break;
+    if (!session.CanTakeNewWork()) return true;
     auto job = ParseJob(kv.key().substr(jobs.size()), kv.value());
     if (!job.ok()) {
       Log(fmt::format("event=error job={} worker={} detail={}", kv.key(), flags.worker,
                       job.status().ToString()));
       continue;
     }
+    runnable = true;
     const JobResult result = runner.RunOnce(*job, ref);
     const auto delay = runner.DelayAfter(result.outcome);
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
   }
-  return true;
+  return runnable;
 }
 
 int Run(const Flags& flags) {
@@ -169,11 +174,13 @@ int Run(const Flags& flags) {
     Log(fmt::format("event=exit worker={} detail={}", flags.worker, st.ToString()));
     return 1;
   }
-  if (flags.init_db) {
-    Status st = db.store->CreateTable();
-    if (st.ok()) st = db.effects->CreateTable();
-    Log(fmt::format("event=init_db worker={} detail={}", flags.worker, st.ToString()));
-    return st.ok() ? 0 : 1;
+  // Idempotent; run --init-db once before starting several PostgreSQL workers, since concurrent
+  // CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog.
+  Status tables = db.store->CreateTable();
+  if (tables.ok()) tables = db.effects->CreateTable();
+  if (flags.init_db || !tables.ok()) {
+    Log(fmt::format("event=init_db worker={} detail={}", flags.worker, tables.ToString()));
+    return tables.ok() ? 0 : 1;
   }
   auto client = Client::Create(ClientOptions{Split(flags.endpoints, ',')});
   if (!client.ok()) {
@@ -216,7 +223,7 @@ int Run(const Flags& flags) {
     }
     auto more = Sweep(**client, flags, runner, *session, rng);
     if (more.ok() && !*more) {
-      Log(fmt::format("event=idle worker={} detail=queue empty", flags.worker));
+      Log(fmt::format("event=idle worker={} detail=no runnable job queued", flags.worker));
       return 0;
     }
     // Not empty (others hold the rest) or the listing failed: pause a little, jittered.

@@ -168,20 +168,30 @@ TEST_CASE("Jobs on a real cluster with SQLite: two workers, every stage committe
     jobs.push_back(Enqueue(*client, "j" + std::to_string(i), {"reserve", "charge", "ship"}));
   }
 
-  // Two workers, each with its own session and connection, sweep the queue until it is empty.
-  auto work = [&](std::uint64_t seed) {
-    auto own_client = NewClient(*cluster);
-    auto session = NewSession(own_client.get());
-    SqliteFile::Connection db(file.path);
-    Worker worker(own_client.get(), db.store.get(), db.effects.get());
-    SessionRef ref(session.get());
+  // Two workers, each with its own client, session and connection (set up here: Catch2
+  // assertions stay on this thread), sweep the queue until it is empty.
+  struct Party {
+    std::unique_ptr<Client> client;
+    std::unique_ptr<Session> session;
+    std::unique_ptr<SqliteFile::Connection> db;
+    std::unique_ptr<Worker> worker;
+  };
+  std::vector<Party> parties(2);
+  for (Party& p : parties) {
+    p.client = NewClient(*cluster);
+    p.session = NewSession(p.client.get());
+    p.db = std::make_unique<SqliteFile::Connection>(file.path);
+    p.worker = std::make_unique<Worker>(p.client.get(), p.db->store.get(), p.db->effects.get());
+  }
+  auto work = [&](Party* p, std::size_t seed) {
+    SessionRef ref(p->session.get());
     int completed = 0;
     const auto deadline = std::chrono::steady_clock::now() + seconds(60);
     for (int round = 0; round < 200 && std::chrono::steady_clock::now() < deadline; ++round) {
       bool any = false;
       for (std::size_t k = 0; k < jobs.size(); ++k) {
         const JobSpec& job = jobs[(k + seed) % jobs.size()];
-        const JobOutcome outcome = worker.runner->RunOnce(job, ref).outcome;
+        const JobOutcome outcome = p->worker->runner->RunOnce(job, ref).outcome;
         if (outcome == JobOutcome::kCompleted) ++completed;
         if (outcome != JobOutcome::kGone) any = true;
       }
@@ -189,8 +199,8 @@ TEST_CASE("Jobs on a real cluster with SQLite: two workers, every stage committe
     }
     return completed;
   };
-  auto a = std::async(std::launch::async, work, 0);
-  auto b = std::async(std::launch::async, work, 3);
+  auto a = std::async(std::launch::async, work, &parties[0], 0);
+  auto b = std::async(std::launch::async, work, &parties[1], 3);
   CHECK(a.get() + b.get() == 6);
 
   CHECK(CountPrefix(*client, kKeys.Jobs()) == 0);
@@ -403,6 +413,34 @@ TEST_CASE("etcdctl lock on Epoch excludes an Epoch Mutex and the job runner on t
 
   // Free again: the runner takes the job now.
   CHECK(worker.runner->RunOnce(job, ref).outcome == JobOutcome::kCompleted);
+}
+
+}  // namespace epoch::client
+
+namespace epoch::client {
+
+TEST_CASE("The example worker rejects bad flags in one line and skips an unparseable job",
+          "[jobs][process]") {
+  testing::TempDir dir;
+  const auto log = dir.path() / "worker.log";
+  CHECK(testing::RunCommand({FENCED_WORKER_PATH, "--ttl-s", "0"}, log) == 2);
+  CHECK(testing::Tail(log).find("--ttl-s") != std::string::npos);
+
+  auto cluster = StartCluster();
+  auto client = NewClient(*cluster);
+  REQUIRE(client->Put(kKeys.Job("broken"), "no stages line").ok());
+  const auto db = dir.path() / "jobs.db";
+  const auto run_log = dir.path() / "run.log";
+  CHECK(testing::RunCommand({FENCED_WORKER_PATH, "--endpoints", cluster->Endpoints(), "--prefix",
+                             kKeys.prefix, "--sqlite", db.string(), "--max-runtime-s", "30"},
+                            run_log) == 0);
+  const std::string out = testing::Tail(run_log);
+  INFO(out);
+  CHECK(out.find("event=error job=" + kKeys.Job("broken")) != std::string::npos);
+  CHECK(out.find("InvalidArgument: job broken: value must start with 'stages=a,b,...'") !=
+        std::string::npos);
+  CHECK(out.find("event=idle") != std::string::npos);
+  CHECK(Value(*client, kKeys.Job("broken")) == "no stages line");  // left for an operator
 }
 
 }  // namespace epoch::client
