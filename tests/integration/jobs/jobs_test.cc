@@ -413,6 +413,20 @@ TEST_CASE("etcdctl lock on Epoch excludes an Epoch Mutex and the job runner on t
 
   // Free again: the runner takes the job now.
   CHECK(worker.runner->RunOnce(job, ref).outcome == JobOutcome::kCompleted);
+
+  // The other direction: Epoch holds, etcdctl queues behind it until Unlock.
+  auto held = mutex.Lock();
+  REQUIRE(held.ok());
+  testing::TempDir second_dir;
+  EtcdctlLock queued(cluster->Endpoints(), kKeys.LockName("locked"), second_dir.path());
+  REQUIRE(testing::WaitFor(
+      [&] { return CountPrefix(*client, kKeys.LockName("locked") + "/") == 2; }, seconds(20)));
+  CHECK_FALSE(queued.Holds());
+  REQUIRE(mutex.Unlock().ok());
+  REQUIRE(testing::WaitFor([&] { return queued.Holds(); }, seconds(20)));
+  CHECK(queued.Rev() > held->value());
+  queued.Release();
+  REQUIRE(testing::WaitFor([&] { return !queued.process->Running(); }, seconds(20)));
 }
 
 }  // namespace epoch::client
