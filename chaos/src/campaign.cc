@@ -1,6 +1,7 @@
 #include "epoch/chaos/campaign.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -263,6 +264,12 @@ void Round::KeepEvidence(ChaosCluster& cc, RegisterWorkload& reg, WatchWorkload&
   std::string rerun =
       fmt::format("{} --epochd {} --nodes {} --seed {} --faults-per-round {} --only-round {}",
                   o_.self_exe, o_.epochd_path, o_.nodes, o_.seed, o_.faults_per_round, index_);
+  if (!o_.only_faults.empty())
+    rerun += " --faults " + fmt::format("{}", fmt::join(o_.only_faults, ","));
+  if (!o_.raft_flags.empty()) {
+    rerun += fmt::format(" --raft-flags '{}'", fmt::join(o_.raft_flags, " "));
+  }
+  if (o_.rounds > 1) rerun += fmt::format(" --rounds {}", o_.rounds);
   std::ofstream(tc.dir() + "/round.txt") << log_ << "re-run: " << rerun << "\n";
   std::string line = fmt::format("round {} (seed {}): evidence in {} ; re-run: {}", index_, seed_,
                                  tc.dir(), rerun);
@@ -307,7 +314,16 @@ void PrintReport(const CampaignOptions& o, const Totals& t, const std::string& l
 
 int RunCampaign(const CampaignOptions& o) {
   std::string load_start = LoadAverage();
-  std::vector<FaultKind> schedule = FaultSchedule(o.seed, o.rounds * o.faults_per_round);
+  std::vector<FaultKind> only;
+  for (const std::string& name : o.only_faults) {
+    std::optional<FaultKind> kind = FaultByName(name);
+    if (!kind) {
+      fmt::print(stderr, "chaos_runner: unknown fault '{}'\n", name);
+      return 2;
+    }
+    only.push_back(*kind);
+  }
+  std::vector<FaultKind> schedule = FaultSchedule(o.seed, o.rounds * o.faults_per_round, only);
   Totals t;
   for (int r = 0; r < o.rounds; ++r) {
     if (o.only_round >= 0 && r != o.only_round) continue;
@@ -317,7 +333,7 @@ int RunCampaign(const CampaignOptions& o) {
   }
   PrintReport(o, t, load_start);
   bool every_kind = std::all_of(t.injected.begin(), t.injected.end(), [](int n) { return n > 0; });
-  if (o.require_every_kind && o.only_round < 0 && !every_kind) {
+  if (o.require_every_kind && o.only_round < 0 && only.empty() && !every_kind) {
     fmt::print("FAILED: not every fault kind was injected (run more iterations)\n");
     return 1;
   }

@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--seed", o.seed, "Campaign seed (round r uses seed + r)");
   app.add_option("--only-round", o.only_round, "Run only this round of the campaign (re-run)");
+  app.add_option("--faults", o.only_faults,
+                 "Inject only these kinds, comma separated (e.g. kill-leader: a failover run)")
+      ->delimiter(',');
   app.add_option("--raft-flags", raft_flags,
                  "epochd timing flags, space separated (default: TestCluster's fast timing)");
   app.add_option("--check-budget-ms", budget_ms, "Linearizability search limit per round")

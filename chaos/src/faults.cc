@@ -184,13 +184,23 @@ std::string_view FaultName(FaultKind kind) {
   return kNames.at(static_cast<std::size_t>(kind));
 }
 
-std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count) {
+std::optional<FaultKind> FaultByName(std::string_view name) {
+  for (int k = 0; k < kFaultKinds; ++k) {
+    if (FaultName(static_cast<FaultKind>(k)) == name) return static_cast<FaultKind>(k);
+  }
+  return std::nullopt;
+}
+
+std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count,
+                                     const std::vector<FaultKind>& only) {
   std::mt19937_64 rng(seed ^ 0xfa017);
-  std::vector<FaultKind> cycle;
-  for (int k = 0; k < kFaultKinds; ++k) cycle.push_back(static_cast<FaultKind>(k));
-  cycle.push_back(FaultKind::kKillLeader);
-  cycle.push_back(FaultKind::kKillLeader);
-  cycle.push_back(FaultKind::kPauseLeader);
+  std::vector<FaultKind> cycle = only;
+  if (cycle.empty()) {
+    for (int k = 0; k < kFaultKinds; ++k) cycle.push_back(static_cast<FaultKind>(k));
+    cycle.push_back(FaultKind::kKillLeader);
+    cycle.push_back(FaultKind::kKillLeader);
+    cycle.push_back(FaultKind::kPauseLeader);
+  }
   std::vector<FaultKind> out;
   while (static_cast<int>(out.size()) < count) {
     std::shuffle(cycle.begin(), cycle.end(), rng);

@@ -128,6 +128,10 @@ TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
   CHECK(static_cast<int>(kinds.size()) == epoch::chaos::kFaultKinds);
   CHECK(std::count(s.begin(), s.end(), epoch::chaos::FaultKind::kKillLeader) == 3);
   CHECK(epoch::chaos::FaultSchedule(42, 40) == epoch::chaos::FaultSchedule(42, 40));
+  auto kills = epoch::chaos::FaultSchedule(1, 9, {epoch::chaos::FaultKind::kKillLeader});
+  CHECK(std::count(kills.begin(), kills.end(), epoch::chaos::FaultKind::kKillLeader) == 9);
+  CHECK(epoch::chaos::FaultByName("disk-stall") == epoch::chaos::FaultKind::kDiskStall);
+  CHECK_FALSE(epoch::chaos::FaultByName("no-such-fault").has_value());
 }
 
 TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint obeys", "[chaos]") {

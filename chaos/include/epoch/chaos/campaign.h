@@ -32,6 +32,7 @@ struct CampaignOptions {
   std::uint64_t seed = 1;
   int only_round = -1;  // >= 0: run just this round of the campaign
   std::vector<std::string> raft_flags;
+  std::vector<std::string> only_faults;            // fault names (faults.h); empty = every kind
   std::chrono::milliseconds check_budget{30'000};  // linearizability search limit per round
   bool require_every_kind = true;  // fail unless every fault kind was injected at least once
 };

@@ -11,6 +11,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -45,7 +46,12 @@ inline constexpr int kFaultKinds = static_cast<int>(FaultKind::kCount);
 
 // The campaign's fault sequence: shuffled cycles through every kind, the leader kill three times
 // per cycle and leader pause twice, so any run of one cycle injects every kind.
-[[nodiscard]] std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count);
+// With `only` non-empty, the schedule cycles through those kinds alone (e.g. a failover
+// measurement of leader kills only).
+[[nodiscard]] std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count,
+                                                   const std::vector<FaultKind>& only = {});
+// "kill-leader" -> kKillLeader; nullopt for an unknown name.
+[[nodiscard]] std::optional<FaultKind> FaultByName(std::string_view name);
 
 struct FaultContext {
   ChaosCluster& cluster;
