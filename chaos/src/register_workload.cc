@@ -83,10 +83,13 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
     op.client_id = client_id;
     op.call_time = MonotonicNs();
     bool known = false, is_read = false, serializable = false;
-    if (dice < 35) {  // put
+    std::string error;  // why the outcome is unknown (or the read failed)
+    if (dice < 35) {    // put
       op.input = KvInput::Put(key, value);
       out->written.push_back(value);
-      known = c.Put(key, value).ok();
+      auto r = c.Put(key, value);
+      known = r.ok();
+      if (!known) error = r.status().ToString();
     } else if (dice < 75) {  // get: linearizable, or serializable (recorded apart)
       is_read = true;
       serializable = dice >= 65;
@@ -100,6 +103,8 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
         op.output = ReadOutput(*r);
         last_seen[key] =
             r->kvs_size() ? std::optional<std::string>(r->kvs(0).value()) : std::nullopt;
+      } else {
+        error = r.status().ToString();
       }
     } else if (dice < 93) {  // cas against the last value this client saw
       std::optional<std::string> expected = last_seen[key];
@@ -124,6 +129,8 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
         known = true;
         op.output = KvOutput::Ok(r->succeeded());
         if (r->succeeded()) last_seen[key] = value;
+      } else {
+        error = r.status().ToString();
       }
     } else {  // delete
       etcdserverpb::DeleteRangeRequest req;
@@ -133,16 +140,20 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
       if (r.ok()) {
         known = true;
         op.output = KvOutput::Ok(r->deleted() > 0);
+      } else {
+        error = r.status().ToString();
       }
     }
     if (known) {
       op.return_time = MonotonicNs();
       (serializable ? out->serializable_reads : out->ops).push_back(std::move(op));
       completed_.fetch_add(1);
+      if (!is_read) completed_writes_.fetch_add(1);
     } else if (is_read) {
       ++out->read_fail;
     } else {
       op.return_time = lincheck::kNeverReturned;
+      out->unknown_reasons[out->ops.size()] = std::move(error);
       out->ops.push_back(std::move(op));
       ++out->unknown;
     }
@@ -179,19 +190,29 @@ RegisterReport RegisterWorkload::Check(std::chrono::milliseconds budget) const {
 
 std::string RegisterWorkload::Dump() const {
   lincheck::KvModel model;
-  std::vector<const KvOp*> all;
+  struct Line {
+    const KvOp* op;
+    const std::string* reason;  // unknown outcome: the client's error
+    bool serializable;
+  };
+  std::vector<Line> all;
   for (const Recorded& r : recorded_) {
-    for (const KvOp& op : r.ops) all.push_back(&op);
-    for (const KvOp& op : r.serializable_reads) all.push_back(&op);
+    for (std::size_t i = 0; i < r.ops.size(); ++i) {
+      auto it = r.unknown_reasons.find(i);
+      all.push_back({&r.ops[i], it == r.unknown_reasons.end() ? nullptr : &it->second, false});
+    }
+    for (const KvOp& op : r.serializable_reads) all.push_back({&op, nullptr, true});
   }
   std::sort(all.begin(), all.end(),
-            [](const KvOp* a, const KvOp* b) { return a->call_time < b->call_time; });
+            [](const Line& a, const Line& b) { return a.op->call_time < b.op->call_time; });
   std::string out;
-  for (const KvOp* op : all) {
-    bool never = op->return_time == lincheck::kNeverReturned;
-    out += fmt::format("client={} call={} return={} {}\n", op->client_id, op->call_time,
-                       never ? std::string("never") : std::to_string(op->return_time),
-                       model.DescribeOperation(op->input, op->output, never));
+  for (const Line& l : all) {
+    bool never = l.op->return_time == lincheck::kNeverReturned;
+    out += fmt::format("client={} call={} return={} {}{}{}\n", l.op->client_id, l.op->call_time,
+                       never ? std::string("never") : std::to_string(l.op->return_time),
+                       l.serializable ? "serializable " : "",
+                       model.DescribeOperation(l.op->input, l.op->output, never),
+                       l.reason ? " [" + *l.reason + "]" : std::string());
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,8 @@ class RegisterWorkload {
   void Stop();
   // Operations completed with a known outcome so far (any thread).
   [[nodiscard]] std::uint64_t completed() const { return completed_.load(); }
+  // Writes (put, cas, delete) acknowledged so far (any thread).
+  [[nodiscard]] std::uint64_t completed_writes() const { return completed_writes_.load(); }
   // Checks the recorded history (after Stop). A spent budget is a failure (verdict kUnknown).
   [[nodiscard]] RegisterReport Check(std::chrono::milliseconds budget) const;
   // The history, one operation per line, for a failing iteration's evidence.
@@ -72,7 +75,8 @@ class RegisterWorkload {
   struct Recorded {
     std::vector<KvOp> ops;
     std::vector<KvOp> serializable_reads;
-    std::vector<std::string> written;  // every value this client tried to write
+    std::vector<std::string> written;                    // every value this client tried to write
+    std::map<std::size_t, std::string> unknown_reasons;  // index in ops -> the client's error
     std::uint64_t unknown = 0;
     std::uint64_t read_fail = 0;
   };
@@ -82,6 +86,7 @@ class RegisterWorkload {
   std::atomic<bool> stop_{false};
   std::int64_t start_ns_ = 0;  // generation 0 starts here
   std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> completed_writes_{0};
   std::vector<Recorded> recorded_;
   std::vector<std::thread> threads_;
 };
