@@ -41,6 +41,22 @@ void AddDelete(etcdserverpb::TxnRequest* txn, const std::string& key) {
   txn->add_success()->mutable_request_delete_range()->set_key(key);
 }
 
+// Whether a key other than `own` is queued under the lock prefix.
+Result<bool> OtherHolderOf(Client* client, const std::string& prefix, const std::string& own,
+                           const CallOptions& call) {
+  etcdserverpb::RangeRequest range;
+  range.set_key(prefix);
+  range.set_range_end(PrefixRangeEnd(prefix));
+  range.set_keys_only(true);
+  range.set_limit(2);
+  auto response = client->Range(range, call);
+  if (!response.ok()) return response.status();
+  for (const auto& kv : response->kvs()) {
+    if (kv.key() != own) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 EpochJobLeases::EpochJobLeases(Client* client, JobLeasesOptions options)
@@ -59,6 +75,11 @@ Result<std::optional<JobLease>> EpochJobLeases::TryAcquire(const JobSpec& job,
 
   auto lock = std::make_shared<Mutex>(client_, session.lease(), options_.keys.LockName(job.id),
                                       session.stop_token());
+  // A read first: a job someone else holds costs no writes (TryLock would create and delete a
+  // queue key). TryLock alone decides ownership; this only skips hopeless attempts.
+  auto others = OtherHolderOf(client_, lock->prefix(), lock->key(), call);
+  if (!others.ok()) return others.status();
+  if (*others) return std::optional<JobLease>();
   auto token = lock->TryLock(call);
   if (!token.ok()) return token.status();
   if (!token->has_value()) return std::optional<JobLease>();
