@@ -114,8 +114,12 @@ worker() {  # name seed [extra flags...]
 logged() { grep -q "$2" "$run/$1.log" 2>/dev/null; }
 
 echo "== start the local 3-node cluster"
-"$cluster" start
 endpoints=$("$cluster" endpoints)
+if etcdctl --endpoints="$endpoints" --dial-timeout=1s endpoint health >/dev/null 2>&1; then
+  echo "a cluster already answers on $endpoints: stop it or set EPOCH_BASE_PORT" >&2
+  exit 1
+fi
+"$cluster" start
 
 echo; echo "== the database"
 if ((use_pg)); then
