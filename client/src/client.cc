@@ -301,6 +301,9 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
 const std::vector<std::string>& Client::endpoints() const { return impl_->options.endpoints; }
 std::size_t Client::preferred_endpoint() const { return impl_->preferred.load(); }
 const ClientOptions& Client::options() const { return impl_->options; }
+std::shared_ptr<grpc::Channel> Client::Channel(std::size_t index) const {
+  return impl_->endpoints.at(index).channel;
+}
 
 Result<etcdserverpb::RangeResponse> Client::Range(const etcdserverpb::RangeRequest& request,
                                                   const CallOptions& call) {

@@ -126,6 +126,9 @@ class Client {
   [[nodiscard]] const std::vector<std::string>& endpoints() const;
   [[nodiscard]] std::size_t preferred_endpoint() const;
   [[nodiscard]] const ClientOptions& options() const;
+  // The channel of endpoint `index` (< endpoints().size()), for services this class does not
+  // wrap (admin.h, epoch.v1). Callers wait for it to connect themselves.
+  [[nodiscard]] std::shared_ptr<grpc::Channel> Channel(std::size_t index) const;
 
   struct Impl;
 

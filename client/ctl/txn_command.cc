@@ -1,0 +1,54 @@
+// txn: an etcdctl-syntax transaction from stdin (txn_parse.h), interactive with -i.
+#include <iostream>
+
+#include "commands.h"
+#include "output.h"
+#include "txn_parse.h"
+
+namespace epoch::ctl {
+namespace {
+
+void PrintTxn(std::ostream& out, const etcdserverpb::TxnResponse& r) {
+  out << (r.succeeded() ? "SUCCESS" : "FAILURE") << "\n\n";
+  const GetFlags plain;
+  for (const auto& op : r.responses()) {
+    switch (op.response_case()) {
+      case etcdserverpb::ResponseOp::kResponseRange:
+        PrintRange(out, op.response_range(), plain);
+        break;
+      case etcdserverpb::ResponseOp::kResponsePut: PrintPut(out, op.response_put()); break;
+      case etcdserverpb::ResponseOp::kResponseDeleteRange:
+        PrintDelete(out, op.response_delete_range());
+        break;
+      default: out << "(nested txn)\n"; break;
+    }
+    out << "\n";
+  }
+}
+
+Status RunTxn(Ctl& ctl, bool interactive) {
+  Result<etcdserverpb::TxnRequest> txn = ParseTxn(std::cin, interactive, ctl.out());
+  if (!txn.ok()) return txn.status();
+  Result<client::Client*> client = ctl.GetClient();
+  if (!client.ok()) return client.status();
+  Result<etcdserverpb::TxnResponse> response = (*client)->Txn(*txn, ctl.Call());
+  if (!response.ok()) return response.status();
+  if (ctl.format() == OutputFormat::kJson) {
+    ctl.out() << Json(*response) << "\n";
+  } else {
+    PrintTxn(ctl.out(), *response);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterTxnCommand(CLI::App& app, Ctl& ctl) {
+  auto interactive = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "txn", "Txn processes all the requests in one transaction (etcdctl syntax on stdin)");
+  cmd->add_flag("-i,--interactive", *interactive, "Input transaction in interactive mode");
+  cmd->callback(Runner(ctl, [&ctl, interactive] { return RunTxn(ctl, *interactive); }));
+}
+
+}  // namespace epoch::ctl

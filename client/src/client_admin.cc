@@ -1,0 +1,220 @@
+// Admin calls over Client::Channel(): see admin.h for the contract.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <string>
+
+#include "epoch/client/admin.h"
+#include "epoch/client/errors.h"
+#include "epoch/v1/epoch.grpc.pb.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+#include "grpc_status.h"
+
+namespace epoch::client {
+
+using internal::Classified;
+using internal::Disposition;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+namespace {
+
+std::chrono::system_clock::time_point ToSystem(SteadyTime deadline) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             deadline - std::chrono::steady_clock::now());
+}
+
+SteadyTime DeadlineOf(const Client& client, const CallOptions& call) {
+  return std::chrono::steady_clock::now() + call.timeout.value_or(client.options().call_timeout);
+}
+
+// Waits for endpoint `index` to connect, up to dial_timeout and the deadline, in 50 ms steps
+// (a step polls the channel, see the note on Connect in client.cc).
+bool Connect(Client& client, std::size_t index, SteadyTime deadline, const std::stop_token& stop) {
+  auto channel = client.Channel(index);
+  const SteadyTime dial_deadline =
+      std::min(deadline, std::chrono::steady_clock::now() + client.options().dial_timeout);
+  while (!stop.stop_requested()) {
+    const SteadyTime now = std::chrono::steady_clock::now();
+    if (now >= dial_deadline) return channel->GetState(true) == GRPC_CHANNEL_READY;
+    if (channel->WaitForConnected(
+            ToSystem(std::min(dial_deadline, now + std::chrono::milliseconds(50))))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status Unsupported(std::string_view what, const grpc::Status& status) {
+  return Status::FailedPrecondition(
+      fmt::format("{} is not supported by this cluster (the server answered UNIMPLEMENTED{}{})",
+                  what, status.error_message().empty() ? "" : ": ", status.error_message()));
+}
+
+// One pass over the endpoints from the preferred one. `fn(channel, context, response)`.
+// Reads move on after transient failures; writes only when nothing was sent.
+template <typename Response, typename Fn>
+Result<Response> CallOnEndpoints(Client& client, std::string_view what, bool idempotent,
+                                 const CallOptions& call, Fn&& fn) {
+  const SteadyTime deadline = DeadlineOf(client, call);
+  const std::size_t n = client.endpoints().size();
+  const std::size_t first = client.preferred_endpoint();
+  Status last = Status::Unavailable(fmt::format("{}: no endpoint could be connected", what));
+  for (std::size_t k = 0; k < n; ++k) {
+    if (call.stop.stop_requested()) return Status::Aborted(fmt::format("{}: cancelled", what));
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Timeout("deadline exceeded: " + last.ToString());
+    }
+    const std::size_t index = (first + k) % n;
+    const std::string& target = client.endpoints()[index];
+    if (!Connect(client, index, deadline, call.stop)) {
+      last = Status::Unavailable(fmt::format("{}: cannot connect to {}", what, target));
+      continue;
+    }
+    grpc::ClientContext context;
+    context.set_deadline(ToSystem(deadline));
+    Response response;
+    grpc::Status result;
+    {
+      std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
+      result = fn(client.Channel(index), &context, &response);
+    }
+    if (result.error_code() == grpc::StatusCode::UNIMPLEMENTED) return Unsupported(what, result);
+    Classified c = internal::Classify(result);
+    if (c.disposition == Disposition::kOk) return response;
+    last = c.status.Annotate(fmt::format("{} on {}", what, target));
+    if (c.disposition == Disposition::kFinal || c.disposition == Disposition::kStopped) return last;
+    if (!idempotent && c.disposition != Disposition::kNotApplied) return OutcomeUnknown(last);
+  }
+  return last;
+}
+
+}  // namespace
+
+Result<etcdserverpb::AlarmResponse> Alarm(Client& client, const etcdserverpb::AlarmRequest& request,
+                                          const CallOptions& call) {
+  const bool read = request.action() == etcdserverpb::AlarmRequest::GET;
+  return CallOnEndpoints<etcdserverpb::AlarmResponse>(
+      client, "Alarm", read, call, [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return etcdserverpb::Maintenance::NewStub(channel)->Alarm(c, request, r);
+      });
+}
+
+Result<etcdserverpb::MoveLeaderResponse> MoveLeader(Client& client, std::uint64_t target_member_id,
+                                                    const CallOptions& call) {
+  Result<std::size_t> leader = client.DiscoverLeader(call);
+  if (!leader.ok()) return leader.status();
+  const SteadyTime deadline = DeadlineOf(client, call);
+  if (!Connect(client, *leader, deadline, call.stop)) {
+    return Status::Unavailable("MoveLeader: cannot connect to the leader " +
+                               client.endpoints()[*leader]);
+  }
+  etcdserverpb::MoveLeaderRequest request;
+  request.set_targetid(target_member_id);
+  grpc::ClientContext context;
+  context.set_deadline(ToSystem(deadline));
+  std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
+  etcdserverpb::MoveLeaderResponse response;
+  const grpc::Status result = etcdserverpb::Maintenance::NewStub(client.Channel(*leader))
+                                  ->MoveLeader(&context, request, &response);
+  if (result.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return Unsupported("move-leader", result);
+  }
+  Classified c = internal::Classify(result);
+  if (c.disposition == Disposition::kOk) return response;
+  return c.status.Annotate("MoveLeader on " + client.endpoints()[*leader]);
+}
+
+Result<etcdserverpb::MemberAddResponse> MemberAdd(Client& client,
+                                                  const etcdserverpb::MemberAddRequest& request,
+                                                  const CallOptions& call) {
+  return CallOnEndpoints<etcdserverpb::MemberAddResponse>(
+      client, "member add", false, call, [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return etcdserverpb::Cluster::NewStub(channel)->MemberAdd(c, request, r);
+      });
+}
+
+Result<etcdserverpb::MemberRemoveResponse> MemberRemove(Client& client, std::uint64_t member_id,
+                                                        const CallOptions& call) {
+  etcdserverpb::MemberRemoveRequest request;
+  request.set_id(member_id);
+  return CallOnEndpoints<etcdserverpb::MemberRemoveResponse>(
+      client, "member remove", false, call, [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return etcdserverpb::Cluster::NewStub(channel)->MemberRemove(c, request, r);
+      });
+}
+
+Result<etcdserverpb::MemberPromoteResponse> MemberPromote(Client& client, std::uint64_t member_id,
+                                                          const CallOptions& call) {
+  etcdserverpb::MemberPromoteRequest request;
+  request.set_id(member_id);
+  return CallOnEndpoints<etcdserverpb::MemberPromoteResponse>(
+      client, "member promote", false, call, [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return etcdserverpb::Cluster::NewStub(channel)->MemberPromote(c, request, r);
+      });
+}
+
+Result<std::uint64_t> SaveSnapshot(Client& client, const SnapshotSink& sink,
+                                   const CallOptions& call) {
+  struct Progress {
+    std::uint64_t bytes = 0;
+    Status sink_status;
+  } progress;
+  // The stream is read to its end inside `fn`; a failure after the first byte is final.
+  auto fn = [&](auto channel, grpc::ClientContext* c, etcdserverpb::SnapshotResponse* last) {
+    auto stub = etcdserverpb::Maintenance::NewStub(channel);
+    auto reader = stub->Snapshot(c, etcdserverpb::SnapshotRequest());
+    etcdserverpb::SnapshotResponse piece;
+    while (reader->Read(&piece)) {
+      progress.bytes += piece.blob().size();
+      progress.sink_status = sink(piece.blob());
+      if (!progress.sink_status.ok()) {
+        c->TryCancel();
+        break;
+      }
+      *last = piece;
+    }
+    return reader->Finish();
+  };
+  // Not idempotent for the loop: once bytes were written to the sink, another member's image
+  // must not be appended to them.
+  Result<etcdserverpb::SnapshotResponse> done =
+      CallOnEndpoints<etcdserverpb::SnapshotResponse>(client, "Snapshot", false, call, fn);
+  if (!progress.sink_status.ok()) return progress.sink_status;
+  if (!done.ok()) {
+    if (progress.bytes == 0) return done.status();
+    return Status::IOError(fmt::format("snapshot stream broke after {} bytes: {}", progress.bytes,
+                                       done.status().message()));
+  }
+  if (done->remaining_bytes() != 0) {
+    return Status::IOError(fmt::format("snapshot stream ended with {} bytes still announced",
+                                       done->remaining_bytes()));
+  }
+  return progress.bytes;
+}
+
+Result<v1::LeaseStatusResponse> LeaseStatus(Client& client, LeaseId lease, bool keys,
+                                            const CallOptions& call) {
+  v1::LeaseStatusRequest request;
+  request.set_id(lease.value());
+  request.set_keys(keys);
+  Result<v1::LeaseStatusResponse> response = CallOnEndpoints<v1::LeaseStatusResponse>(
+      client, "epoch.v1.Lease/Status", true, call,
+      [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return v1::Lease::NewStub(channel)->Status(c, request, r);
+      });
+  if (response.ok() && !response->found()) {
+    return Status::NotFound("etcdserver: requested lease not found");
+  }
+  return response;
+}
+
+Result<v1::ClockStatusResponse> ClockStatus(Client& client, const CallOptions& call) {
+  return CallOnEndpoints<v1::ClockStatusResponse>(
+      client, "epoch.v1.Lease/ClockStatus", true, call,
+      [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return v1::Lease::NewStub(channel)->ClockStatus(c, v1::ClockStatusRequest(), r);
+      });
+}
+
+}  // namespace epoch::client
