@@ -46,16 +46,11 @@ void Start(const Request& request, std::chrono::system_clock::time_point deadlin
 
 }  // namespace
 
-etcdserverpb::KV::Stub* LeaderForwarder::StubFor(NodeId leader) {
+etcdserverpb::KV::Stub* LeaderForwarder::StubFor(NodeId leader,
+                                                 const std::shared_ptr<grpc::Channel>& channel) {
   std::lock_guard lock(mu_);
   auto it = stubs_.find(leader);
   if (it != stubs_.end()) return it->second.get();
-  const MemberInfo* member = config_.FindMember(leader);
-  if (!member) return nullptr;
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  auto channel = grpc::CreateCustomChannel(member->client.ToString(),
-                                           grpc::InsecureChannelCredentials(), args);
   auto stub = etcdserverpb::KV::NewStub(channel);
   auto* raw = stub.get();
   stubs_.emplace(leader, std::move(stub));
@@ -64,8 +59,14 @@ etcdserverpb::KV::Stub* LeaderForwarder::StubFor(NodeId leader) {
 
 void LeaderForwarder::Forward(NodeId leader, const v1::InternalRequest& request,
                               std::chrono::system_clock::time_point deadline, Callback done) {
-  etcdserverpb::KV::Stub* stub = StubFor(leader);
-  if (!stub) return done(etcd_errors::kNotLeader.ToStatus(), {});
+  std::shared_ptr<grpc::Channel> channel = leases_.ChannelFor(leader);
+  if (!channel) return done(etcd_errors::kNotLeader.ToStatus(), {});
+  // Not connected: do not send (gRPC would fail it fast, or queue it, and either way the caller
+  // could not tell whether the leader got it). Asking for the state starts a connection attempt.
+  if (channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) {
+    return done(Status::Unavailable(kLeaderUnreachable), {});
+  }
+  etcdserverpb::KV::Stub* stub = StubFor(leader, channel);
   switch (request.request_case()) {
     case v1::InternalRequest::kPut:
       return Start<etcdserverpb::PutRequest, etcdserverpb::PutResponse>(

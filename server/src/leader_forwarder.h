@@ -5,6 +5,11 @@
 // write and is not the leader answers "not leader" instead of forwarding again, so a message
 // never loops between two nodes that disagree about the leader.
 //
+// A write is sent only on a connected channel. When the leader cannot be reached (it just died,
+// or is restarting) the write fails at once with kLeaderUnreachable, which says it was NOT sent:
+// the caller may wait for a leader and try again without risking a double apply. Once sent, a
+// lost connection is an unknown outcome ("request timed out, possibly due to connection lost").
+//
 // Threading: thread-safe; channels are created lazily and shared.
 #pragma once
 
@@ -18,13 +23,15 @@
 
 #include "epoch/server/node_config.h"
 #include "epoch/status.h"
-#include "lease_forwarder.h"
 #include "epoch/v1/internal.pb.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "lease_forwarder.h"
 
 namespace epoch::server {
 
 inline constexpr char kForwardedMetadata[] = "epoch-forwarded";
+// The message of the Unavailable status for "the leader's endpoint is not connected; not sent".
+inline constexpr char kLeaderUnreachable[] = "epoch: leader unreachable, request not sent";
 
 class LeaderForwarder {
  public:
@@ -38,7 +45,7 @@ class LeaderForwarder {
                std::chrono::system_clock::time_point deadline, Callback done);
 
  private:
-  etcdserverpb::KV::Stub* StubFor(NodeId leader);
+  etcdserverpb::KV::Stub* StubFor(NodeId leader, const std::shared_ptr<grpc::Channel>& channel);
 
   const NodeConfig& config_;
   std::mutex mu_;

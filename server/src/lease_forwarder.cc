@@ -52,6 +52,9 @@ std::shared_ptr<grpc::Channel> LeaseForwarder::ChannelFor(NodeId leader) {
   if (!member) return nullptr;
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   auto channel = grpc::CreateCustomChannel(member->client.ToString(),
                                            grpc::InsecureChannelCredentials(), args);
   channels_.emplace(leader, channel);

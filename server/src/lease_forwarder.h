@@ -39,9 +39,12 @@ class LeaseForwarder {
   void ForwardWrite(NodeId leader, const v1::InternalRequest& request,
                     std::chrono::system_clock::time_point deadline, WriteCallback done);
 
- private:
+  // The channel to `leader`'s client endpoint (shared by KV and lease forwarding), or null if it
+  // is not a member. Reconnects back off from 100 ms to at most 1 s, not gRPC's default 120 s: a
+  // restarted member is leader again within an election.
   std::shared_ptr<grpc::Channel> ChannelFor(NodeId leader);
 
+ private:
   const NodeConfig& config_;
   std::mutex mu_;
   std::map<NodeId, std::shared_ptr<grpc::Channel>> channels_;  // guarded by mu_

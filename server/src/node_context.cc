@@ -13,7 +13,7 @@ namespace {
 bool SafeToRetry(const Status& s) {
   const std::string& m = s.message();
   return m == etcd_errors::kNotLeader.message || m == etcd_errors::kNoLeader.message ||
-         m == etcd_errors::kLeaderChanged.message;
+         m == etcd_errors::kLeaderChanged.message || m == kLeaderUnreachable;
 }
 
 constexpr auto kLeaderPoll = std::chrono::milliseconds(10);
@@ -45,8 +45,11 @@ void NodeContext::WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
                                std::chrono::steady_clock::time_point give_up, WriteCallback done) {
   auto retry_or_fail = [this, request, give_up, done](const Status& s,
                                                       const v1::InternalResponse& r) {
-    if (s.ok() || !SafeToRetry(s) || std::chrono::steady_clock::now() >= give_up) {
-      return done(s, r);
+    if (s.ok() || !SafeToRetry(s)) return done(s, r);
+    if (std::chrono::steady_clock::now() >= give_up) {
+      // Never sent to an unreachable leader: to the client that is a cluster without a usable
+      // leader (Unavailable, which etcd clients retry), not our internal reason.
+      return done(s.message() == kLeaderUnreachable ? etcd_errors::kNoLeader.ToStatus() : s, r);
     }
     auto timer = std::make_shared<asio::steady_timer>(timer_executor_, kLeaderPoll);
     timer->async_wait([this, timer, request, give_up, done](std::error_code) {
