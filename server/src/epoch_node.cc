@@ -198,6 +198,9 @@ Status EpochNode::Impl::StartNetwork() {
   topts.cluster_id = config_.cluster_id();
   topts.listen_host = config_.listen_peer.host;
   topts.listen_port = config_.listen_peer.port;
+  topts.accept_peer = [this](NodeId id) {
+    return id != config_.self_id() && config_.FindMember(id) != nullptr;
+  };
   transport_ = std::make_unique<PeerTransport>(
       net_io_, topts,
       [this](NodeId, std::string frame) {

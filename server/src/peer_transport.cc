@@ -235,9 +235,20 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
 // One accepted connection: reads the hello, then frames, and hands them to the FrameHandler.
 class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
  public:
-  Inbound(PeerTransport& owner, tcp::socket socket) : owner_(owner), socket_(std::move(socket)) {}
+  Inbound(PeerTransport& owner, tcp::socket socket)
+      : owner_(owner), socket_(std::move(socket)), hello_timer_(socket_.get_executor()) {}
 
-  void Start() { ReadHeader(); }
+  void Start() {
+    hello_timer_.expires_after(owner_.options_.hello_timeout);
+    hello_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (ec || self->hello_seen_) return;
+      spdlog::warn("transport: node={:x} closing a connection that sent no hello within {} ms",
+                   self->owner_.options_.self, self->owner_.options_.hello_timeout.count());
+      std::error_code ignored;
+      self->socket_.close(ignored);  // the pending read fails and Done() runs
+    });
+    ReadHeader();
+  }
 
   void Close() {
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
@@ -253,6 +264,13 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
                        if (ec) return self->Done();
                        auto size =
                            static_cast<std::uint32_t>(GetBigEndian(self->header_.data(), 4));
+                       if (!self->hello_seen_ && size != kHelloBytes) {
+                         spdlog::warn(
+                             "transport: node={:x} rejecting a connection whose first frame ({} "
+                             "bytes) is not a hello",
+                             self->owner_.options_.self, size);
+                         return self->Done();
+                       }
                        if (size > self->owner_.options_.max_frame_bytes) {
                          spdlog::warn(
                              "transport: node={:x} dropping connection from peer={:x}: frame "
@@ -290,7 +308,13 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
         return false;
       }
       peer_ = NodeId(GetBigEndian(body_.data() + kHelloMagic.size() + 8, 8));
+      if (owner_.options_.accept_peer && !owner_.options_.accept_peer(peer_)) {
+        spdlog::warn("transport: node={:x} rejecting node={:x}: not a member of this cluster",
+                     owner_.options_.self, peer_);
+        return false;
+      }
       hello_seen_ = true;
+      hello_timer_.cancel();
       return true;
     }
     if (owner_.stopped_.load()) return false;
@@ -301,6 +325,7 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
 
   void Done() {
     std::error_code ignored;
+    hello_timer_.cancel();
     socket_.close(ignored);
     std::lock_guard lock(owner_.mu_);
     owner_.inbound_.erase(this);
@@ -310,6 +335,7 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
   tcp::socket socket_;
   std::array<char, 4> header_{};
   std::string body_;
+  asio::steady_timer hello_timer_;
   bool hello_seen_ = false;
   NodeId peer_;
 };

@@ -2,9 +2,11 @@
 // deadline.
 #include "epoch/server/peer_transport.h"
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -48,12 +50,14 @@ struct TestNode {
   std::unique_ptr<PeerTransport> transport;
   std::thread thread;
 
-  TestNode(NodeId id, std::uint64_t cluster = 7, std::uint16_t port = 0) {
+  TestNode(NodeId id, std::uint64_t cluster = 7, std::uint16_t port = 0,
+           std::function<void(PeerTransportOptions&)> tweak = {}) {
     PeerTransportOptions opts;
     opts.self = id;
     opts.cluster_id = cluster;
     opts.listen_port = port;
     opts.max_frame_bytes = 1 << 20;
+    if (tweak) tweak(opts);
     transport = std::make_unique<PeerTransport>(
         io, opts, [this](NodeId from, std::string f) { inbox.Add(from, std::move(f)); },
         [this](NodeId) { inbox.Unreachable(); });
@@ -164,6 +168,60 @@ TEST_CASE("listening on a taken port fails with a clear message", "[server][tran
   Status s = t.Start();
   CHECK(s.Is(StatusCode::kIOError));
   CHECK(s.message().find("cannot listen for peers") != std::string::npos);
+}
+
+// A raw client socket to `port`; returns whether the server closed it within `deadline` after
+// `bytes` were written (reads until EOF or an error; data is not expected).
+bool ServerClosesAfter(std::uint16_t port, const std::string& bytes,
+                       std::chrono::milliseconds deadline) {
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), port});
+  if (!bytes.empty()) asio::write(socket, asio::buffer(bytes));
+  bool closed = false;
+  std::array<char, 64> buf{};
+  socket.async_read_some(asio::buffer(buf), [&](std::error_code ec, std::size_t) {
+    closed = static_cast<bool>(ec);  // EOF or reset
+  });
+  io.run_for(deadline);
+  return closed;
+}
+
+std::string BigEndian32(std::uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+TEST_CASE("a connection that sends no hello is closed after the hello timeout",
+          "[server][transport]") {
+  TestNode b(NodeId(2), 7, 0,
+             [](PeerTransportOptions& o) { o.hello_timeout = std::chrono::milliseconds(200); });
+  CHECK(ServerClosesAfter(b.transport->port(), "", 10s));
+}
+
+TEST_CASE("a first frame that is not a hello is refused before its body is read",
+          "[server][transport]") {
+  TestNode b(NodeId(2));
+  // Announces a 1000-byte frame (under max_frame_bytes) and sends nothing more: the server must
+  // not wait for, or allocate, the body of an unidentified peer.
+  CHECK(ServerClosesAfter(b.transport->port(), BigEndian32(1000), 10s));
+  std::lock_guard lock(b.inbox.mu);
+  CHECK(b.inbox.frames.empty());
+}
+
+TEST_CASE("a hello from a node that is not a member is rejected", "[server][transport]") {
+  TestNode a(NodeId(1));
+  TestNode b(NodeId(2), 7, 0, [](PeerTransportOptions& o) {
+    o.accept_peer = [](NodeId id) { return id == NodeId(3); };
+  });
+  a.transport->SetPeer(NodeId(2), b.Address());
+  for (int i = 0; i < 200 && a.inbox.unreachable == 0; ++i) {
+    a.transport->Send(NodeId(2), "let me in");
+    a.inbox.WaitUnreachable(20ms);
+  }
+  CHECK(a.inbox.WaitUnreachable());
+  std::lock_guard lock(b.inbox.mu);
+  CHECK(b.inbox.frames.empty());
 }
 
 }  // namespace

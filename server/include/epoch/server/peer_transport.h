@@ -21,6 +21,7 @@
 
 #include <asio.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +49,12 @@ struct PeerTransportOptions {
   std::uint64_t max_queue_bytes = 64U << 20;
   std::uint32_t reconnect_min_ms = 10;
   std::uint32_t reconnect_max_ms = 1000;
+  // An accepted connection must send its hello within this time, and its first frame must be
+  // exactly a hello: a port scanner or a stuck client cannot hold a connection or make us
+  // allocate a large frame buffer before it has identified itself.
+  std::chrono::milliseconds hello_timeout{5000};
+  // If set, a hello from a node for which this returns false is rejected (not a member).
+  std::function<bool(NodeId)> accept_peer;
 };
 
 struct PeerLinkStats {
