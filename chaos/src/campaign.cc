@@ -159,8 +159,8 @@ void Round::Run() {
   for (const auto& e : endpoints) joined += (joined.empty() ? "" : ",") + e;
   LockWorkload locks({o_.self_exe, joined, (*cc)->nodes().dir(), 3, "job-1", 1});
   if (Status s = locks.Start(); !s.ok()) return Violation("setup", s.ToString());
-  RegisterWorkload reg(
-      {endpoints, 4, 16, "/reg/", milliseconds(1000), milliseconds(4), milliseconds(2000), seed_});
+  RegisterWorkload reg({endpoints, 4, 32, "/reg/", milliseconds(1000), milliseconds(4),
+                        milliseconds(50), milliseconds(2000), seed_});
   WatchWorkload watch({endpoints, 2, "/reg/", start_rev});
   reg.Start();
   watch.Start();

@@ -157,7 +157,11 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
       out->ops.push_back(std::move(op));
       ++out->unknown;
     }
-    std::this_thread::sleep_for(options_.pace);  // pacing of the load, not a wait for a condition
+    // Pacing of the load, not a wait for a condition. After a failure the client backs off like a
+    // real one: right after a leader dies, followers can fail forwarded writes at once ("request
+    // timed out, possibly due to connection lost"), and a client looping on that floods one key
+    // with unknown-outcome writes, which makes the linearizability search exponential.
+    std::this_thread::sleep_for(known ? options_.pace : options_.pace_after_failure);
   }
 }
 

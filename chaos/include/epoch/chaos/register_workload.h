@@ -38,7 +38,8 @@ struct RegisterOptions {
   int keys = 16;
   std::string prefix = "/reg/";
   std::chrono::milliseconds op_timeout{1000};
-  std::chrono::milliseconds pace{4};  // pause between one client's operations
+  std::chrono::milliseconds pace{4};                 // pause between one client's operations
+  std::chrono::milliseconds pace_after_failure{50};  // ... and after one that failed
   // Keys are rotated: every `key_generation` the clients move to fresh keys, so one key's history
   // (one partition of the linearizability search) stays short however long the round runs. A
   // long partition with many unknown-outcome writes makes the search exponential.
