@@ -20,11 +20,14 @@
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
 #include "disk_failpoint.h"
+#include "election_service.h"
 #include "kv_service.h"
 #include "lease_manager.h"
 #include "lease_service.h"
+#include "lock_service.h"
 #include "maintenance_service.h"
 #include "metrics_http.h"
+#include "recipe_wait.h"
 #include "snapshot_manager.h"
 #include "watch_service.h"
 
@@ -107,6 +110,9 @@ class EpochNode::Impl {
   std::unique_ptr<WalLog> log_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<KvStateMachine> state_machine_;
+  // Before the driver and the io_contexts: pending callbacks may own Lock/Election waits, which
+  // unsubscribe from it when destroyed.
+  std::unique_ptr<RecipeEventFeed> recipe_feed_;
   asio::io_context raft_io_;
   asio::io_context net_io_;
   asio::thread_pool read_pool_{2};
@@ -122,6 +128,8 @@ class EpochNode::Impl {
   std::unique_ptr<EtcdLeaseService> etcd_lease_service_;
   std::unique_ptr<V1LeaseService> v1_lease_service_;
   std::unique_ptr<WatchService> watch_service_;
+  std::unique_ptr<LockService> lock_service_;
+  std::unique_ptr<ElectionService> election_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<MetricsHttp> metrics_;
   std::vector<std::thread> threads_;
@@ -165,6 +173,7 @@ Status EpochNode::Impl::OpenStorage() {
   if (!store.ok()) return store.status().Annotate("open state machine");
   store_ = std::move(*store);
   state_machine_ = std::make_unique<KvStateMachine>(*store_);
+  recipe_feed_ = std::make_unique<RecipeEventFeed>();
   return Bootstrap();
 }
 
@@ -224,11 +233,6 @@ Status EpochNode::Impl::StartNetwork() {
         driver_->Receive(std::move(*m));
       },
       [this](NodeId peer) { driver_->Unreachable(peer); });
-  EPOCH_RETURN_IF_ERROR(transport_->Start());
-  for (const MemberInfo& m : config_.members) {
-    const HostPort& dial = config_.PeerDialAddress(m);
-    if (m.id != config_.self_id()) transport_->SetPeer(m.id, {dial.host, dial.port});
-  }
   sender_ = std::make_unique<TransportSender>(*transport_);
 
   RaftDriverOptions dopts;
@@ -244,6 +248,13 @@ Status EpochNode::Impl::StartNetwork() {
       [this](NodeId peer, std::string frame) { transport_->Send(peer, std::move(frame)); });
   EPOCH_RETURN_IF_ERROR(snapshots_->Start());
   driver_->SetSnapshotHooks(snapshots_.get());
+  // Only now may frames arrive: the frame handler reads driver_ and snapshots_ (a TSan race when
+  // the transport started before they were assigned).
+  EPOCH_RETURN_IF_ERROR(transport_->Start());
+  for (const MemberInfo& m : config_.members) {
+    const HostPort& dial = config_.PeerDialAddress(m);
+    if (m.id != config_.self_id()) transport_->SetPeer(m.id, {dial.host, dial.port});
+  }
   context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, read_pool_);
   kv_service_ = std::make_unique<KvService>(*context_);
   maintenance_service_ = std::make_unique<MaintenanceService>(*context_);
@@ -257,12 +268,25 @@ Status EpochNode::Impl::StartNetwork() {
   watch_options.leader_check_interval = config_.tick * config_.raft.election_timeout_min_ticks;
   watch_service_ = std::make_unique<WatchService>(*context_, watch_options);
   // Every applied revision's events go to the watch hub (a copy; the strand never waits on it).
-  state_machine_->SetAppliedHook([hub = watch_service_->hub()](LogIndex, const ApplyResult& r) {
-    hub->Publish(r.revision, r.events);
+  // The hooks hold the hub weakly: it must die with watch_service_, before the io_context its
+  // dispatch strand runs on (the state machine and the snapshot manager outlive both).
+  std::weak_ptr<WatchHub> weak_hub = watch_service_->hub();
+  state_machine_->AddAppliedHook([weak_hub](LogIndex, const ApplyResult& r) {
+    if (auto hub = weak_hub.lock()) hub->Publish(r.revision, r.events);
   });
-  // An installed snapshot makes the store's revision jump: watchers catch up from history.
+  // Lock and Election waiters are woken by applied events too.
+  state_machine_->AddAppliedHook([feed = recipe_feed_.get()](LogIndex, const ApplyResult& r) {
+    feed->Publish(r.revision, r.events);
+  });
+  lock_service_ = std::make_unique<LockService>(*context_, *recipe_feed_);
+  election_service_ = std::make_unique<ElectionService>(*context_, *recipe_feed_);
+  // An installed snapshot makes the store's revision jump: watchers catch up from history,
+  // lock/election waiters re-read the store.
   snapshots_->SetInstalledCallback(
-      [hub = watch_service_->hub()](const raft::SnapshotMeta&) { hub->Resync(); });
+      [weak_hub, feed = recipe_feed_.get()](const raft::SnapshotMeta&) {
+        if (auto hub = weak_hub.lock()) hub->Resync();
+        feed->Resync();
+      });
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen_client.ToString(), grpc::InsecureServerCredentials(),
@@ -279,6 +303,8 @@ Status EpochNode::Impl::StartNetwork() {
   builder.RegisterService(etcd_lease_service_.get());
   builder.RegisterService(v1_lease_service_.get());
   builder.RegisterService(watch_service_.get());
+  builder.RegisterService(lock_service_.get());
+  builder.RegisterService(election_service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || client_port_ == 0) {
     return Status::IOError(

@@ -58,7 +58,7 @@ void KvStateMachine::ApplyRun(const std::vector<raft::Entry>& entries, std::size
   if (!results.ok()) StorageFailure(results.status(), entries[begin].index);
   for (std::size_t k = begin; k < end; ++k) {
     ApplyResult& r = (*results)[k - begin];
-    if (on_applied_) on_applied_(entries[k].index, r);
+    for (const AppliedHook& hook : on_applied_) hook(entries[k].index, r);
     out->push_back(ApplyOutcome{entries[k].index, requests[k - begin].request_id(), r.status,
                                 std::move(r.response)});
   }

@@ -181,7 +181,11 @@ void WatchService::ScheduleLeaderCheck() {
     CheckLeader();
     // Between two applies on the driver strand, the store and the published revisions agree
     // unless a snapshot replaced the store: then watchers re-read history.
-    node_.driver().Post([hub = hub_] { hub->Resync(); });
+    // Weakly held: a post still queued when the driver stops must not keep the hub (and its
+    // strand on io_) alive past this service.
+    node_.driver().Post([weak = std::weak_ptr<WatchHub>(hub_)] {
+      if (auto hub = weak.lock()) hub->Resync();
+    });
     ScheduleLeaderCheck();
   });
 }

@@ -3,10 +3,13 @@
 // Entries without a request (the leader's no-op, conf changes) only advance the applied index. A
 // storage failure is fail-stop (the process exits: a replica that cannot apply must not answer).
 //
-// Threading: the driver's strand only. `on_applied` (Watch, lease bookkeeping) runs there too.
+// Threading: the driver's strand only. The applied hooks (Watch, Lock/Election waiters, ...) run
+// there too, in the order they were added, and must not block. Add every hook before the driver
+// starts: the list is not guarded.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "epoch/server/kv_store.h"
 #include "epoch/server/state_machine.h"
@@ -18,7 +21,8 @@ class KvStateMachine final : public StateMachine {
   using AppliedHook = std::function<void(LogIndex, const ApplyResult&)>;
 
   explicit KvStateMachine(KvStore& store) : store_(store) {}
-  void SetAppliedHook(AppliedHook hook) { on_applied_ = std::move(hook); }
+  // Called after each applied entry (one call per entry, in log order) with its result.
+  void AddAppliedHook(AppliedHook hook) { on_applied_.push_back(std::move(hook)); }
 
   [[nodiscard]] LogIndex AppliedIndex() const override { return store_.AppliedIndex(); }
   [[nodiscard]] std::vector<ApplyOutcome> Apply(const std::vector<raft::Entry>& entries) override;
@@ -28,7 +32,7 @@ class KvStateMachine final : public StateMachine {
                 std::vector<ApplyOutcome>* out);
 
   KvStore& store_;
-  AppliedHook on_applied_;
+  std::vector<AppliedHook> on_applied_;
 };
 
 }  // namespace epoch::server
