@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -56,6 +57,29 @@ std::string LeaseIdFrom(const std::string& grant_output) {
 
 std::string TempPath(const TestCluster& cluster, const std::string& name) {
   return (std::filesystem::path(cluster.dir()) / name).string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A long-running epochctl (output to a log file) that the test signals.
+test::ChildProcess SpawnCtl(const TestCluster& cluster, std::vector<std::string> args,
+                            const std::string& log) {
+  args.insert(args.begin(), {EPOCHCTL_PATH, "--endpoints=" + cluster.Endpoints()});
+  Result<test::ChildProcess> child = test::ChildProcess::Spawn(args, log);
+  REQUIRE(child.ok());
+  return std::move(*child);
+}
+
+// Polls the log until it contains `text` (20 s deadline).
+bool LogShows(const std::string& log, const std::string& text) {
+  for (const auto deadline = Clock::now() + seconds(20); Clock::now() < deadline;) {
+    if (ReadFile(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace
@@ -270,6 +294,45 @@ TEST_CASE("epochctl: leases and lease show, lock with a command, elect, jobs, sn
   CHECK(campaigned.exit_code == 0);
   CHECK(campaigned.out.find("\nalpha\n") != std::string::npos);
   CHECK(CtlOk(c, {"get", "E/", "--prefix", "--count-only"}) == "0\n");  // resigned
+
+  // Long-running commands end cleanly (exit 0) on SIGINT/SIGTERM: a lock held without a command
+  // (released), a watch, a keep-alive loop, a campaign without --hold (resigned).
+  {
+    const std::string log = TempPath(c, "held.log");
+    test::ChildProcess lock = SpawnCtl(c, {"lock", "Held"}, log);
+    REQUIRE(LogShows(log, "Held/"));
+    CHECK(CtlOk(c, {"get", "Held/", "--prefix", "--count-only"}) == "1\n");
+    lock.Signal(SIGINT);
+    CHECK(lock.WaitExit(seconds(10)) == std::optional<int>(0));
+    CHECK(CtlOk(c, {"get", "Held/", "--prefix", "--count-only"}) == "0\n");
+  }
+  {
+    const auto rev =
+        ParseJson<etcdserverpb::PutResponse>(CtlOk(c, {"put", "iw", "v", "-w", "json"}))
+            .header()
+            .revision();
+    const std::string log = TempPath(c, "watch.log");
+    test::ChildProcess watch = SpawnCtl(c, {"watch", "iw", "--rev", std::to_string(rev)}, log);
+    REQUIRE(LogShows(log, "PUT\niw\nv\n"));
+    watch.Signal(SIGTERM);
+    CHECK(watch.WaitExit(seconds(10)) == std::optional<int>(0));
+  }
+  {
+    const std::string lease_id = LeaseIdFrom(CtlOk(c, {"lease", "grant", "3"}));
+    const std::string log = TempPath(c, "keepalive.log");
+    test::ChildProcess keep = SpawnCtl(c, {"lease", "keep-alive", lease_id}, log);
+    REQUIRE(LogShows(log, "lease " + lease_id + " keepalived with TTL(3)"));
+    keep.Signal(SIGINT);
+    CHECK(keep.WaitExit(seconds(10)) == std::optional<int>(0));
+  }
+  {
+    const std::string log = TempPath(c, "elect.log");
+    test::ChildProcess elect = SpawnCtl(c, {"elect", "E2", "beta", "--ttl=5"}, log);
+    REQUIRE(LogShows(log, "\nbeta\n"));
+    elect.Signal(SIGINT);
+    CHECK(elect.WaitExit(seconds(10)) == std::optional<int>(0));
+    CHECK(CtlOk(c, {"get", "E2/", "--prefix", "--count-only"}) == "0\n");
+  }
 
   // jobs views over the job runner's layout (client/README.md "Key layout", prefix epoch-jobs/).
   const std::string job_lease = LeaseIdFrom(CtlOk(c, {"lease", "grant", "60"}));
