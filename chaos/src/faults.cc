@@ -27,17 +27,23 @@ int RandomOther(std::mt19937_64& rng, int n, int not_this) {
   return k >= not_this ? k + 1 : k;
 }
 
-// Time from now until the first successful Put through `prober`, bounded.
-Result<double> MeasureFailover(client::Client& prober, std::chrono::steady_clock::time_point t0) {
+// Time from now until the first successful Put through `prober`, bounded. `attempts` gets one
+// line per Put attempt (start and end relative to the kill, outcome), for slow-failover evidence.
+Result<double> MeasureFailover(client::Client& prober, std::chrono::steady_clock::time_point t0,
+                               std::string* attempts) {
+  auto since = [t0] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   auto deadline = t0 + std::chrono::seconds(15);
   for (int attempt = 0; std::chrono::steady_clock::now() < deadline && attempt < 10'000;
        ++attempt) {
     client::CallOptions call;
     call.timeout = milliseconds(1000);
-    if (prober.Put("/failover/probe", std::to_string(attempt), LeaseId(0), call).ok()) {
-      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-          .count();
-    }
+    double start = since();
+    auto r = prober.Put("/failover/probe", std::to_string(attempt), LeaseId(0), call);
+    *attempts += fmt::format("  attempt {}: +{:.1f} ms .. +{:.1f} ms: {}\n", attempt, start,
+                             since(), r.ok() ? std::string("ok") : r.status().ToString());
+    if (r.ok()) return since();
   }
   return Status::Timeout("no write succeeded within 15 s of the leader kill");
 }
@@ -47,7 +53,8 @@ Result<double> MeasureFailover(client::Client& prober, std::chrono::steady_clock
 constexpr double kSlowFailoverMs = 450;
 
 void KeepSlowFailoverLogs(test::TestCluster& tc, int killed, double ms,
-                          std::chrono::system_clock::time_point killed_at) {
+                          std::chrono::system_clock::time_point killed_at,
+                          const std::string& attempts) {
   static int count = 0;
   std::string path = fmt::format("{}-slow-failover-{}.log", tc.dir(), ++count);
   std::ofstream out(path);
@@ -62,6 +69,7 @@ void KeepSlowFailoverLogs(test::TestCluster& tc, int killed, double ms,
       "first successful write after {:.1f} ms\n",
       killed + 1, utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
       utc.tm_sec, since_epoch_ms % 1000, ms);
+  out << "client attempts (times relative to the kill):\n" << attempts;
   for (int i = 0; i < tc.size(); ++i) {
     out << fmt::format("==== n{} (log tail) ====\n", i + 1) << tc.LogTail(i, 16384) << "\n";
   }
@@ -75,12 +83,13 @@ Result<std::string> KillLeader(FaultContext& ctx, int leader) {
   auto wall0 = std::chrono::system_clock::now();
   auto t0 = std::chrono::steady_clock::now();
   tc.Kill(leader);
-  auto ms = MeasureFailover(ctx.prober, t0);
+  std::string attempts;
+  auto ms = MeasureFailover(ctx.prober, t0, &attempts);
   Status restarted = tc.StartNode(leader);
   if (!restarted.ok()) return restarted;
   if (!ms.ok()) return ms.status().Annotate(fmt::format("kill n{} (leader)", leader + 1));
   ctx.failover_ms.push_back(*ms);
-  if (*ms > kSlowFailoverMs) KeepSlowFailoverLogs(tc, leader, *ms, wall0);
+  if (*ms > kSlowFailoverMs) KeepSlowFailoverLogs(tc, leader, *ms, wall0, attempts);
   return fmt::format("SIGKILL n{} (leader), first write after {:.1f} ms, restarted", leader + 1,
                      *ms);
 }
