@@ -154,7 +154,10 @@ void WatchSession::QueueControlLocked(etcdserverpb::WatchResponse response) {
   queue_.push_back(std::move(out));
 }
 
-void WatchSession::CancelLocked(const std::shared_ptr<Watcher>& watcher) {
+void WatchSession::CancelLocked(const std::shared_ptr<Watcher>& ref) {
+  // `ref` may be the pointer stored in watchers_ (Close passes begin()->second): keep our own
+  // reference before erasing it, or the hub would be handed a destroyed shared_ptr.
+  const std::shared_ptr<Watcher> watcher = ref;
   watcher->state = WatcherState::kCanceled;
   watcher->buffer.clear();
   watcher->buffer_bytes = 0;

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -30,7 +31,7 @@ class ToyStateMachine final : public StateMachine {
       o.index = e.index;
       if (e.type == raft::EntryType::kNormal && !e.data.empty()) {
         v1::InternalRequest req;
-        REQUIRE(req.ParseFromString(e.data));
+        if (!req.ParseFromString(e.data)) ++bad_entries;  // checked by ~Cluster (test thread)
         o.request_id = req.request_id();
         std::lock_guard lock(mu_);
         data_[req.put().key()] = req.put().value();
@@ -48,6 +49,7 @@ class ToyStateMachine final : public StateMachine {
     if (it == data_.end()) return std::nullopt;
     return it->second;
   }
+  std::atomic<int> bad_entries{0};
 
  private:
   std::atomic<LogIndex> applied_{LogIndex(1)};  // the bootstrap snapshot covers index 1
@@ -106,7 +108,8 @@ class Cluster {
       opts.tick = tick;
       opts.seed = static_cast<std::uint64_t>(i);
       opts.clock = [m = node.get()] {
-        return std::chrono::steady_clock::now() + std::chrono::milliseconds(m->clock_offset_ms.load());
+        return std::chrono::steady_clock::now() +
+               std::chrono::milliseconds(m->clock_offset_ms.load());
       };
       opts.on_fatal = [m = node.get()](const Status& s) {
         std::lock_guard lock(m->mu);
@@ -125,6 +128,10 @@ class Cluster {
     for (auto& m : members_) m->driver->Stop();
     io_.stop();
     thread_.join();
+    for (auto& m : members_) CHECK(m->sm.bad_entries.load() == 0);
+    std::lock_guard lock(codec_mu_);
+    for (const std::string& e : codec_errors_) UNSCOPED_INFO(e);
+    CHECK(codec_errors_.empty());
   }
 
   struct Member {
@@ -179,27 +186,25 @@ class Cluster {
 
  private:
   friend class LoopSender;
+  std::mutex codec_mu_;
+  std::vector<std::string> codec_errors_;  // guarded by codec_mu_
   asio::io_context io_;
   std::vector<std::unique_ptr<Member>> members_;
   std::thread thread_;
 };
 
 void LoopSender::Send(const raft::Message& m) {
+  // Runs on the drivers' thread: Catch assertions are not thread-safe, so a codec mismatch is
+  // recorded here and checked on the test's thread when the cluster is destroyed.
   if (cluster_.partitioned[m.from.value()] || cluster_.partitioned[m.to.value()]) return;
   Result<raft::Message> decoded = DecodeFrame(EncodeFrame(m));
-  REQUIRE(decoded.ok());
-  INFO(raft::DescribeMessage(m) << " vs " << raft::DescribeMessage(*decoded) << " snap "
-                                << m.snapshot.has_value() << decoded->snapshot.has_value()
-                                << " ctx " << m.context << "/" << decoded->context << " round "
-                                << m.round << "/" << decoded->round);
-  CHECK(decoded->commit == m.commit);
-  CHECK(decoded->reject == m.reject);
-  CHECK(decoded->reject_hint == m.reject_hint);
-  CHECK(decoded->entries.size() == m.entries.size());
-  CHECK(decoded->transfer == m.transfer);
-  CHECK(decoded->log_term == m.log_term);
-  CHECK(decoded->index == m.index);
-  REQUIRE(*decoded == m);
+  if (!decoded.ok() || !(*decoded == m)) {
+    std::lock_guard lock(cluster_.codec_mu_);
+    cluster_.codec_errors_.push_back(
+        raft::DescribeMessage(m) + " re-decoded as " +
+        (decoded.ok() ? raft::DescribeMessage(*decoded) : decoded.status().ToString()));
+    return;
+  }
   cluster_.member(m.to).driver->Receive(std::move(*decoded));
 }
 
@@ -211,9 +216,14 @@ TEST_CASE("driver: a leader is elected and proposals commit with their response"
   auto [status, response] = c.Put(leader, "k", "v1");
   REQUIRE(status.ok());
   CHECK(response.put().header().revision() > 1);
-  // Linearizable read on a follower: once served, the follower has applied the write.
+  // Linearizable read on a follower: once served, the follower has applied the write. With real
+  // 10 ms ticks a slow machine (TSan) may see an election in between, which fails that read
+  // with a retryable error: try again, a bounded number of times.
   NodeId follower(leader.value() % 3 + 1);
-  REQUIRE(c.Read(follower).ok());
+  Status read = c.Read(follower);
+  for (int attempt = 0; attempt < 20 && !read.ok(); ++attempt) read = c.Read(follower);
+  INFO(read.ToString());
+  REQUIRE(read.ok());
   CHECK(c.member(follower).sm.Get("k") == "v1");
 }
 
