@@ -93,8 +93,15 @@ TEST_CASE("Session is lost when the cluster revokes its lease, and cancels bound
   etcdserverpb::LeaseRevokeRequest revoke;
   revoke.set_id((*session)->lease().value());
   REQUIRE(client->LeaseRevoke(revoke).ok());
-  REQUIRE(
-      testing::WaitFor([&] { return (*session)->state() == SessionState::kLost; }, seconds(10)));
+  // The state turns kLost (and the stop token fires) before the transition callbacks run: wait
+  // for the callback, not just the state.
+  REQUIRE(testing::WaitFor(
+      [&] {
+        const auto now = transitions.Snapshot();
+        return !now.empty() && now.back().to == SessionState::kLost;
+      },
+      seconds(10)));
+  CHECK((*session)->state() == SessionState::kLost);
   CHECK(cancelled);
   const auto seen = transitions.Snapshot();
   REQUIRE_FALSE(seen.empty());
@@ -119,8 +126,13 @@ TEST_CASE("Session against a paused server: lost before its lease can expire",
       testing::WaitFor([&] { return (*session)->counters().keepalive_acks >= 1; }, seconds(10)));
 
   REQUIRE(::kill(etcd.Pid(0), SIGSTOP) == 0);
-  const bool lost =
-      testing::WaitFor([&] { return (*session)->state() == SessionState::kLost; }, seconds(10));
+  // Wait for the transition callback, which runs after the state and the stop token change.
+  const bool lost = testing::WaitFor(
+      [&] {
+        const auto now = transitions.Snapshot();
+        return !now.empty() && now.back().to == SessionState::kLost;
+      },
+      seconds(10));
   REQUIRE(::kill(etcd.Pid(0), SIGCONT) == 0);
   REQUIRE(lost);
   CHECK(kills == 1);
@@ -154,8 +166,10 @@ TEST_CASE("Session survives the loss of the member its stream used", "[client][s
   REQUIRE(testing::WaitFor(
       [&] {
         const SessionCounters c = (*session)->counters();
+        const auto now = transitions.Snapshot();
         return c.stream_breaks >= 1 && c.recovered >= 1 &&
-               (*session)->state() == SessionState::kHealthy;
+               (*session)->state() == SessionState::kHealthy && !now.empty() &&
+               now.back().to == SessionState::kHealthy;
       },
       seconds(20)));
   CHECK_FALSE((*session)->stop_token().stop_requested());
