@@ -9,6 +9,8 @@
 #include <future>
 #include <thread>
 
+#include "disk_failpoint.h"
+#include "election_service.h"
 #include "epoch/raft/conf_change.h"
 #include "epoch/server/kv_state_machine.h"
 #include "epoch/server/kv_store.h"
@@ -19,8 +21,6 @@
 #include "epoch/server/wal_log.h"
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
-#include "disk_failpoint.h"
-#include "election_service.h"
 #include "kv_service.h"
 #include "lease_manager.h"
 #include "lease_service.h"
@@ -394,6 +394,9 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
   gauge("epoch_raft_commit_index", "Commit index.", s.commit.value());
   gauge("epoch_raft_applied_index", "Applied index.", s.applied.value());
   gauge("epoch_raft_last_index", "Last log index.", s.last_index.value());
+  gauge("epoch_raft_election_timeout_base_ms",
+        "Adaptive election timeout base T (raised by slow disks, high RTT, split votes).",
+        s.election_timeout_base_ticks * config_.tick.count());
   counter("epoch_raft_leader_changes_total", "Leader changes seen.", s.leader_changes);
   counter("epoch_proposals_committed_total", "Proposals committed.", s.proposals_committed);
   counter("epoch_proposals_failed_total", "Proposals failed.", s.proposals_failed);
@@ -418,8 +421,7 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
           snap.received);
   counter("epoch_snapshots_installed_total", "Received snapshots installed.", snap.installed);
   counter("epoch_log_compactions_total", "Automatic Raft log compactions.", snap.compactions);
-  gauge("epoch_raft_first_index", "First index still in the Raft log.",
-        wal_->FirstIndex().value());
+  gauge("epoch_raft_first_index", "First index still in the Raft log.", wal_->FirstIndex().value());
   WatchHubStats watch = watch_service_->hub()->stats();
   gauge("epoch_watchers", "Watchers registered on this node.", watch.watchers);
   counter("epoch_watch_fallbacks_total", "Watchers that fell back to reading history.",

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "epoch/raft/logger.h"
+
 namespace epoch::server {
 namespace {
 
@@ -12,6 +14,32 @@ namespace {
 Status LeaderChanged() { return Status::Unavailable("etcdserver: leader changed"); }
 Status NoLeader() { return Status::Unavailable("etcdserver: no leader"); }
 Status Stopping() { return Status::Unavailable("etcdserver: server stopped"); }
+
+}  // namespace
+
+namespace {
+
+// The core's diagnostics (elections, adaptive timeout changes, step-downs) into the node's log.
+class SpdlogRaftLogger final : public raft::Logger {
+ public:
+  void Log(raft::LogLevel level, NodeId node, Term term, std::string_view message) override {
+    spdlog::level::level_enum l = spdlog::level::info;
+    switch (level) {
+      case raft::LogLevel::kDebug: l = spdlog::level::debug; break;
+      case raft::LogLevel::kInfo: l = spdlog::level::info; break;
+      case raft::LogLevel::kWarning: l = spdlog::level::warn; break;
+      case raft::LogLevel::kError: l = spdlog::level::err; break;
+    }
+    spdlog::log(l, "raft node={:x} term={} {}", node.value(), term.value(), message);
+  }
+};
+
+SpdlogRaftLogger raft_logger;  // stateless; spdlog is thread-safe
+
+raft::Config WithLogger(raft::Config config) {
+  if (config.logger == nullptr) config.logger = &raft_logger;
+  return config;
+}
 
 }  // namespace
 
@@ -24,7 +52,7 @@ RaftDriver::RaftDriver(asio::io_context& io, RaftDriverOptions options, DurableL
       log_(log),
       state_machine_(state_machine),
       sender_(sender),
-      node_(std::make_unique<raft::Node>(options_.raft, log_, options_.seed)),
+      node_(std::make_unique<raft::Node>(WithLogger(options_.raft), log_, options_.seed)),
       next_request_id_((options_.raft.id.value() << 48) + 1) {
   status_.id = options_.raft.id;
 }
@@ -81,8 +109,8 @@ void RaftDriver::CatchUpTicks() {
   auto due = static_cast<std::int64_t>((Now() - tick_epoch_) / options_.tick);
   std::int64_t missing = due - ticks_done_;
   if (missing <= 0) return;
-  const std::int64_t cap = options_.raft.max_election_timeout_ticks +
-                           options_.raft.election_jitter_ticks + 1;
+  const std::int64_t cap =
+      options_.raft.max_election_timeout_ticks + options_.raft.election_jitter_ticks + 1;
   for (std::int64_t i = 0; i < std::min(missing, cap); ++i) node_->Tick();
   ticks_done_ = due;
 }
@@ -339,6 +367,7 @@ void RaftDriver::PublishStatus() {
   status_.applied = state_machine_.AppliedIndex();
   status_.last_index = s.last_index;
   status_.lease_valid = s.lease_valid;
+  status_.election_timeout_base_ticks = s.election_timeout_base_ticks;
   status_.leader_changes = counters_.leader_changes;
   status_.lease_reads = counters_.lease_reads;
   status_.read_index_reads = counters_.read_index_reads;

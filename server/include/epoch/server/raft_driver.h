@@ -79,6 +79,7 @@ struct DriverStatus {
   LogIndex applied;
   LogIndex last_index;
   bool lease_valid = false;
+  std::int64_t election_timeout_base_ticks = 0;  // the core's adaptive base T
   std::uint64_t leader_changes = 0;
   std::uint64_t lease_reads = 0;
   std::uint64_t read_index_reads = 0;
@@ -166,7 +167,7 @@ class RaftDriver {
   std::unique_ptr<raft::Node> node_;
 
   std::function<void(v1::InternalRequest&)> stamp_hook_;  // set before Start()
-  std::function<void()> tick_hook_;                      // set before Start()
+  std::function<void()> tick_hook_;                       // set before Start()
 
   // --- Strand-only state. ---
   bool stopped_ = false;
