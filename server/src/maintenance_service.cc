@@ -1,6 +1,9 @@
 #include "maintenance_service.h"
 
+#include <fmt/format.h>
+
 #include <asio.hpp>
+#include <string_view>
 
 #include "grpc_util.h"
 #include "snapshot_service.h"
@@ -127,6 +130,45 @@ grpc::ServerUnaryReactor* ClusterService::MemberList(grpc::CallbackServerContext
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+namespace {
+
+grpc::ServerUnaryReactor* MembershipUnsupported(grpc::CallbackServerContext* ctx,
+                                                std::string_view call) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status(
+      grpc::StatusCode::UNIMPLEMENTED,
+      fmt::format("epoch: {} is not supported yet: the voters are fixed by --initial-cluster "
+                  "(replace a failed member by restarting it with the same name and address)",
+                  call)));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ClusterService::MemberAdd(grpc::CallbackServerContext* ctx,
+                                                    const etcdserverpb::MemberAddRequest*,
+                                                    etcdserverpb::MemberAddResponse*) {
+  return MembershipUnsupported(ctx, "MemberAdd");
+}
+
+grpc::ServerUnaryReactor* ClusterService::MemberRemove(grpc::CallbackServerContext* ctx,
+                                                       const etcdserverpb::MemberRemoveRequest*,
+                                                       etcdserverpb::MemberRemoveResponse*) {
+  return MembershipUnsupported(ctx, "MemberRemove");
+}
+
+grpc::ServerUnaryReactor* ClusterService::MemberUpdate(grpc::CallbackServerContext* ctx,
+                                                       const etcdserverpb::MemberUpdateRequest*,
+                                                       etcdserverpb::MemberUpdateResponse*) {
+  return MembershipUnsupported(ctx, "MemberUpdate");
+}
+
+grpc::ServerUnaryReactor* ClusterService::MemberPromote(grpc::CallbackServerContext* ctx,
+                                                        const etcdserverpb::MemberPromoteRequest*,
+                                                        etcdserverpb::MemberPromoteResponse*) {
+  return MembershipUnsupported(ctx, "MemberPromote");
 }
 
 }  // namespace epoch::server

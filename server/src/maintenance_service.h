@@ -52,6 +52,20 @@ class ClusterService final : public etcdserverpb::Cluster::CallbackService {
   grpc::ServerUnaryReactor* MemberList(grpc::CallbackServerContext* ctx,
                                        const etcdserverpb::MemberListRequest* request,
                                        etcdserverpb::MemberListResponse* response) override;
+  // Membership is fixed by --initial-cluster for now: these answer UNIMPLEMENTED with a message
+  // that says so (gRPC's default UNIMPLEMENTED carries none).
+  grpc::ServerUnaryReactor* MemberAdd(grpc::CallbackServerContext* ctx,
+                                      const etcdserverpb::MemberAddRequest* request,
+                                      etcdserverpb::MemberAddResponse* response) override;
+  grpc::ServerUnaryReactor* MemberRemove(grpc::CallbackServerContext* ctx,
+                                         const etcdserverpb::MemberRemoveRequest* request,
+                                         etcdserverpb::MemberRemoveResponse* response) override;
+  grpc::ServerUnaryReactor* MemberUpdate(grpc::CallbackServerContext* ctx,
+                                         const etcdserverpb::MemberUpdateRequest* request,
+                                         etcdserverpb::MemberUpdateResponse* response) override;
+  grpc::ServerUnaryReactor* MemberPromote(grpc::CallbackServerContext* ctx,
+                                          const etcdserverpb::MemberPromoteRequest* request,
+                                          etcdserverpb::MemberPromoteResponse* response) override;
 
  private:
   NodeContext& node_;

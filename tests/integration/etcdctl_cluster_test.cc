@@ -121,6 +121,22 @@ TEST_CASE("etcdctl member list shows every member with its URLs",
         lines);
 }
 
+TEST_CASE("etcdctl member add and remove and update say membership changes are not supported",
+          "[integration][etcdctl][cluster]") {
+  auto cluster = StartCluster();
+  EtcdctlFails(*cluster, {"member", "add", "n4", "--peer-urls=http://127.0.0.1:1"},
+               "rpc error: code = Unimplemented desc = epoch: MemberAdd is not supported yet");
+  EtcdctlFails(*cluster, {"member", "remove", Hex(cluster->node(2).member_id)},
+               "rpc error: code = Unimplemented desc = epoch: MemberRemove is not supported yet");
+  EtcdctlFails(
+      *cluster,
+      {"member", "update", Hex(cluster->node(2).member_id), "--peer-urls=http://127.0.0.1:1"},
+      "rpc error: code = Unimplemented desc = epoch: MemberUpdate is not supported yet");
+  // Nothing changed, and the cluster still serves.
+  CHECK(Lines(EtcdctlOk(*cluster, {"member", "list"})).size() == 3);
+  RequireServing(*cluster, 0, "probe/members");
+}
+
 grpc::Status MoveLeader(TestCluster& cluster, int via, std::uint64_t target) {
   auto stub = etcdserverpb::Maintenance::NewStub(cluster.Channel(via));
   grpc::ClientContext ctx;
