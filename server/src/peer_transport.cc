@@ -122,7 +122,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     std::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     connected_ = true;
-    attempt_ = 0;
+    connected_at_ = std::chrono::steady_clock::now();
     queue_.push_front({Hello(owner_.options_.cluster_id, owner_.options_.self), 0});
     Count([](PeerLinkStats& s) {
       ++s.connects;
@@ -130,7 +130,21 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     });
     spdlog::info("transport: connected node={:x} peer={:x} addr={}:{}", owner_.options_.self, peer_,
                  address_.host, address_.port);
+    WatchForClose();
     MaybeWrite();
+  }
+
+  // The peer never writes on this connection, so a readable socket means it was closed (the
+  // peer restarted, a proxy or NAT dropped it). Notice now and redial: otherwise the next frame
+  // goes into the dead socket and is lost — on an idle follower-to-follower link that frame is
+  // the pre-vote of the next election, which then times out and backs off (chaos, slow
+  // failovers after partitions).
+  void WatchForClose() {
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this(), generation = generation_](std::error_code ec) {
+                         if (generation != self->generation_ || !self->connected_) return;
+                         self->Fail("idle", ec ? ec : std::error_code(asio::error::eof));
+                       });
   }
 
   void MaybeWrite() {
@@ -170,6 +184,11 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
       s.frames_dropped += queue_.size();
       s.connected = false;
     });
+    // Back off from scratch only after a connection that lasted: a peer (or proxy) that accepts
+    // and closes at once must not be redialled in a tight loop.
+    if (connected_ && std::chrono::steady_clock::now() - connected_at_ >= std::chrono::seconds(1)) {
+      attempt_ = 0;
+    }
     Reset();
     if (owner_.on_unreachable_) owner_.on_unreachable_(peer_);
     ScheduleReconnect();
@@ -178,6 +197,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   // Drops the connection and everything queued: Raft retransmits what matters, and stale
   // heartbeats delivered in a burst after a reconnect would only mislead the receiver.
   void Reset() {
+    ++generation_;  // a close-watch of the old socket must not fail the next one
     std::error_code ignored;
     socket_.close(ignored);
     connected_ = false;
@@ -224,6 +244,8 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   std::uint64_t queued_bytes_ = 0;  // payload bytes queued (excludes the hello)
   std::size_t in_write_ = 0;
   int attempt_ = 0;
+  std::uint64_t generation_ = 0;  // bumped by Reset
+  std::chrono::steady_clock::time_point connected_at_;
   bool connected_ = false;
   bool writing_ = false;
   bool closed_ = false;
