@@ -224,5 +224,24 @@ TEST_CASE("a hello from a node that is not a member is rejected", "[server][tran
   CHECK(b.inbox.frames.empty());
 }
 
+TEST_CASE("an outbound connection the peer closes is noticed without another send",
+          "[server][transport]") {
+  // A raw listener that reads the hello and the first frame, then closes: the sender must report
+  // the peer unreachable (and redial) on its own, not only when it next writes into the dead
+  // socket — that next frame would be lost.
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const std::uint16_t port = acceptor.local_endpoint().port();
+  TestNode a(NodeId(1));
+  a.transport->SetPeer(NodeId(2), PeerAddress{"127.0.0.1", port});
+  a.transport->Send(NodeId(2), "only frame");
+  asio::ip::tcp::socket peer(io);
+  acceptor.accept(peer);
+  std::array<char, 16> buf{};
+  asio::read(peer, asio::buffer(buf));  // part of the hello: the link is up
+  peer.close();
+  CHECK(a.inbox.WaitUnreachable());
+}
+
 }  // namespace
 }  // namespace epoch::server
