@@ -3,31 +3,13 @@
 
 #include <fmt/format.h>
 
-#include <condition_variable>
-#include <mutex>
 
-#include "epoch/client/backoff.h"
+#include "recipe_wait.h"
 
 namespace epoch::client {
 namespace {
 
-etcdserverpb::RangeRequest OwnerQuery(const std::string& prefix,
-                                      etcdserverpb::RangeRequest::SortOrder order) {
-  etcdserverpb::RangeRequest range;
-  range.set_key(prefix);
-  range.set_range_end(PrefixRangeEnd(prefix));
-  range.set_sort_target(etcdserverpb::RangeRequest::CREATE);
-  range.set_sort_order(order);
-  range.set_limit(1);
-  return range;
-}
-
-void SleepFor(std::chrono::nanoseconds d, const std::stop_token& stop) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  cv.wait_for(lock, stop, d, [] { return false; });
-}
+using recipe::OwnerQuery;
 
 etcdserverpb::Compare CreateIs(const std::string& key, std::int64_t revision) {
   etcdserverpb::Compare compare;
@@ -114,43 +96,9 @@ Result<Election::LeaderInfo> Election::Leader(const CallOptions& call) {
   return info;
 }
 
-Status Election::WaitDelete(const std::string& key, std::int64_t revision,
-                            const CallOptions& call) {
-  Result<std::unique_ptr<WatchStream>> watch = client_->OpenWatch(call.stop);
-  if (!watch.ok()) return watch.status();
-  etcdserverpb::WatchCreateRequest create;
-  create.set_key(key);
-  create.set_start_revision(revision);
-  EPOCH_RETURN_IF_ERROR((*watch)->Create(create));
-  while (true) {
-    Result<etcdserverpb::WatchResponse> response = (*watch)->Receive();
-    if (!response.ok()) return response.status();
-    if (response->canceled()) {
-      return Status::Unavailable("watch on " + key + " canceled: " + response->cancel_reason());
-    }
-    for (const auto& event : response->events()) {
-      if (event.type() == mvccpb::Event::DELETE) return Status::Ok();
-    }
-  }
-}
-
 Status Election::WaitDeletes(std::int64_t max_create_revision, const CallOptions& call) {
-  Backoff backoff(client_->options().retry, static_cast<std::uint64_t>(max_create_revision));
-  while (!call.stop.stop_requested()) {
-    etcdserverpb::RangeRequest range = OwnerQuery(prefix_, etcdserverpb::RangeRequest::DESCEND);
-    range.set_max_create_revision(max_create_revision);
-    Result<etcdserverpb::RangeResponse> earlier = client_->Range(range, call);
-    if (!earlier.ok()) return earlier.status();
-    if (earlier->kvs_size() == 0) return Status::Ok();
-    Status waited = WaitDelete(earlier->kvs(0).key(), earlier->header().revision(), call);
-    if (!waited.ok()) {
-      if (call.stop.stop_requested()) return waited;
-      SleepFor(backoff.NextDelay(), call.stop);
-    } else {
-      backoff.Reset();
-    }
-  }
-  return Status::Aborted("campaign cancelled");
+  return recipe::WaitOlderDeletes(*client_, prefix_, max_create_revision, call,
+                                  "campaign cancelled");
 }
 
 }  // namespace epoch::client

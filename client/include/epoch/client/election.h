@@ -53,7 +53,6 @@ class Election {
 
  private:
   Status WaitDeletes(std::int64_t max_create_revision, const CallOptions& call);
-  Status WaitDelete(const std::string& key, std::int64_t revision, const CallOptions& call);
 
   Client* const client_;
   const LeaseId lease_;

@@ -78,8 +78,6 @@ class Mutex {
   Result<etcdserverpb::TxnResponse> TryAcquire(const CallOptions& call);
   // Step 4.
   Status WaitDeletes(std::int64_t max_create_revision, const CallOptions& call);
-  // Watches `key` from `revision` until a DELETE event.
-  Status WaitDelete(const std::string& key, std::int64_t revision, const CallOptions& call);
   static bool Owns(const etcdserverpb::TxnResponse& response, std::int64_t my_rev);
 
   Client* const client_;
