@@ -2,13 +2,17 @@
 // same run, in the same directory (so on the same disk and file system):
 //   - one fdatasync per 512-byte write (what an fsync-per-request log could do), and
 //   - sequential writes with one fdatasync per MiB (roughly the disk's durable bandwidth).
-// Then appends/s and MB/s with 1, 16, 64 and 256 concurrent appenders, records of 128 B and 4 KiB.
+// Then the ceiling for bounded concurrency: one write of (appenders x record) bytes + fdatasync,
+// looped. Then appends/s and MB/s with 1, 16, 64 and 256 concurrent appenders, records of 128 B
+// and 4 KiB.
 // Each appender submits one record and waits for its durability callback, in a loop. Every cell
 // runs for a bounded time (--seconds) in a fresh WAL directory that is deleted afterwards.
 //
 //   wal_bench [--dir /tmp] [--seconds 2.5] [--prealloc zero|fallocate] [--segment-mib 64]
+//             [--appenders 1 16 64 256] [--record-bytes 128 4096]
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <semaphore>
 #include <string>
@@ -31,6 +36,14 @@ using Clock = std::chrono::steady_clock;
 namespace wal = epoch::wal;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// User + system CPU time of the whole process, in seconds (all threads).
+double ProcessCpuSeconds() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  const auto sec = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
 
 std::string FsType(const std::string& dir) {
   struct statfs st {};
@@ -83,6 +96,42 @@ Reference FsyncPerWrite(const std::string& dir, double seconds, bool preallocate
   return Reference{n / elapsed, n * 512.0 / elapsed / 1e6};
 }
 
+// The physical ceiling of group commit with a bounded number of records in flight: a loop of one
+// `bytes`-sized pwrite + one fdatasync over a preallocated, zero-filled file (what the WAL's frames
+// do). With A appenders of R bytes each, at most A x R bytes can be waiting for one sync, so
+// A x R / (time of one write + fdatasync of A x R bytes) bounds the WAL's MB/s from above.
+Reference WriteAndSyncLoop(const std::string& dir, double seconds, std::size_t bytes) {
+  const std::string path = dir + "/ref-ceiling.dat";
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0) std::abort();
+  constexpr std::uint64_t kFileBytes = 256ull << 20;
+  const std::string zeros(1 << 20, '\0');
+  for (std::uint64_t at = 0; at < kFileBytes; at += zeros.size()) {
+    if (::pwrite(fd, zeros.data(), zeros.size(), static_cast<off_t>(at)) !=
+        static_cast<ssize_t>(zeros.size())) {
+      std::abort();
+    }
+  }
+  if (::fdatasync(fd) != 0) std::abort();
+  const std::string block(bytes, 'z');
+  std::uint64_t n = 0;
+  const auto start = Clock::now();
+  while (Seconds(Clock::now() - start) < seconds && n < 1'000'000) {
+    // Wrap around inside the preallocated file: overwriting keeps every sync a data-only one.
+    const std::uint64_t at = (n * bytes) % (kFileBytes - kFileBytes % bytes);
+    if (::pwrite(fd, block.data(), block.size(), static_cast<off_t>(at)) !=
+        static_cast<ssize_t>(block.size())) {
+      std::abort();
+    }
+    if (::fdatasync(fd) != 0) std::abort();
+    ++n;
+  }
+  const double elapsed = Seconds(Clock::now() - start);
+  ::close(fd);
+  ::unlink(path.c_str());
+  return Reference{n / elapsed, n * static_cast<double>(bytes) / elapsed / 1e6};
+}
+
 // Sequential 64 KiB writes, one fdatasync per MiB.
 Reference SequentialWrites(const std::string& dir, double seconds) {
   const std::string path = dir + "/ref-seq.dat";
@@ -114,7 +163,8 @@ struct Cell {
   double mb_per_s = 0;
   double records_per_frame = 0;
   double frames_per_s = 0;
-  double sync_ms = 0;  // mean fdatasync latency of the WAL's frames
+  double sync_ms = 0;            // mean fdatasync latency of the WAL's frames
+  double cpu_us_per_append = 0;  // process CPU (all threads, user + system) per append
   std::uint64_t prealloc_waits = 0;
 };
 
@@ -159,6 +209,7 @@ Cell RunCell(const std::string& dir, int appenders, std::size_t record_bytes, do
       completed.fetch_add(1, std::memory_order_relaxed);
     }
   };
+  const double cpu_start = ProcessCpuSeconds();
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < appenders; ++i) threads.emplace_back(appender);
@@ -168,6 +219,7 @@ Cell RunCell(const std::string& dir, int appenders, std::size_t record_bytes, do
   stop = true;
   for (auto& t : threads) t.join();
   const double elapsed = Seconds(Clock::now() - start);
+  const double cpu = ProcessCpuSeconds() - cpu_start;
   const wal::WalStats stats = log->stats();
   if (!log->Close().ok()) std::abort();
   Cell cell;
@@ -179,6 +231,7 @@ Cell RunCell(const std::string& dir, int appenders, std::size_t record_bytes, do
   cell.records_per_frame =
       stats.frames == 0 ? 0 : static_cast<double>(stats.records) / stats.frames;
   cell.prealloc_waits = stats.prealloc_waits;
+  cell.cpu_us_per_append = completed.load() == 0 ? 0 : cpu * 1e6 / completed.load();
   cell.sync_ms = stats.frames == 0 ? 0 : sync_ns.load() / 1e6 / static_cast<double>(stats.frames);
   return cell;
 }
@@ -191,11 +244,17 @@ int main(int argc, char** argv) {
   double seconds = 2.5;
   std::string prealloc = "zero";
   std::uint64_t segment_mib = 64;
+  std::vector<int> appender_counts{1, 16, 64, 256};
+  std::vector<std::size_t> record_sizes{128, 4096};
   app.add_option("--dir", base, "directory on the disk to measure");
   app.add_option("--seconds", seconds, "duration of each cell")->check(CLI::Range(0.1, 30.0));
   app.add_option("--prealloc", prealloc, "segment preallocation: zero or fallocate")
       ->check(CLI::IsMember({"zero", "fallocate"}));
   app.add_option("--segment-mib", segment_mib, "segment size in MiB");
+  app.add_option("--appenders", appender_counts, "appender counts to run (default 1 16 64 256)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--record-bytes", record_sizes, "record sizes to run (default 128 4096)")
+      ->check(CLI::Range(1, 1 << 20));
   CLI11_PARSE(app, argc, argv);
 
   std::string templ = base + "/epoch-wal-bench-XXXXXX";
@@ -218,26 +277,45 @@ int main(int argc, char** argv) {
              fsync_ref.ops_per_s);
   fmt::print("reference: fdatasync per 512 B write (over a preallocated file): {:.0f} writes/s\n",
              overwrite_ref.ops_per_s);
-  fmt::print("reference: sequential writes, fdatasync per MiB: {:.1f} MB/s\n\n", seq_ref.mb_per_s);
+  fmt::print("reference: sequential writes, fdatasync per MiB: {:.1f} MB/s\n", seq_ref.mb_per_s);
+  // The ceiling of each cell whose records in flight fill at least 64 KiB (see WriteAndSyncLoop).
+  std::map<std::size_t, Reference> ceilings;
+  for (std::size_t record_bytes : record_sizes) {
+    for (int appenders : appender_counts) {
+      const std::size_t bytes = record_bytes * static_cast<std::size_t>(appenders);
+      if (bytes < (64u << 10) || ceilings.count(bytes) != 0) continue;
+      ceilings[bytes] = WriteAndSyncLoop(templ, seconds, bytes);
+      fmt::print(
+          "ceiling: one {} KiB write + fdatasync, looped (preallocated file): {:.0f} syncs/s, "
+          "{:.1f} MB/s = {:.0f} % of sequential\n",
+          bytes >> 10, ceilings[bytes].ops_per_s, ceilings[bytes].mb_per_s,
+          100.0 * ceilings[bytes].mb_per_s / seq_ref.mb_per_s);
+    }
+  }
 
   fmt::print(
-      "| appenders | record | appends/s | MB/s | x fsync ref (append / prealloc) | "
-      "% seq MB/s | frames/s | records/frame | mean fdatasync | prealloc waits |\n");
-  fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (std::size_t record_bytes : {std::size_t{128}, std::size_t{4096}}) {
-    for (int appenders : {1, 16, 64, 256}) {
+      "\n| appenders | record | appends/s | MB/s | x fsync ref (append / prealloc) | "
+      "% seq MB/s | % ceiling | frames/s | records/frame | mean fdatasync | CPU/append | "
+      "prealloc waits |\n");
+  fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (std::size_t record_bytes : record_sizes) {
+    for (int appenders : appender_counts) {
       const std::string dir = templ + fmt::format("/wal-{}-{}", appenders, record_bytes);
       const Cell c = RunCell(dir, appenders, record_bytes, seconds, options);
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
+      const auto ceiling = ceilings.find(record_bytes * static_cast<std::size_t>(appenders));
+      const std::string of_ceiling =
+          ceiling == ceilings.end()
+              ? "-"
+              : fmt::format("{:.0f} %", 100.0 * c.mb_per_s / ceiling->second.mb_per_s);
       fmt::print(
-          "| {} | {} B | {:.0f} | {:.2f} | {:.1f} / {:.1f} | {:.0f} % | {:.0f} | {:.1f} | {:.2f} "
-          "ms "
-          "| {} |\n",
+          "| {} | {} B | {:.0f} | {:.2f} | {:.1f} / {:.1f} | {:.0f} % | {} | {:.0f} | {:.1f} | "
+          "{:.2f} ms | {:.1f} us | {} |\n",
           c.appenders, c.record_bytes, c.appends_per_s, c.mb_per_s,
           c.appends_per_s / fsync_ref.ops_per_s, c.appends_per_s / overwrite_ref.ops_per_s,
-          100.0 * c.mb_per_s / seq_ref.mb_per_s, c.frames_per_s, c.records_per_frame, c.sync_ms,
-          c.prealloc_waits);
+          100.0 * c.mb_per_s / seq_ref.mb_per_s, of_ceiling, c.frames_per_s, c.records_per_frame,
+          c.sync_ms, c.cpu_us_per_append, c.prealloc_waits);
       std::fflush(stdout);
     }
   }
