@@ -9,7 +9,7 @@
 // runs for a bounded time (--seconds) in a fresh WAL directory that is deleted afterwards.
 //
 //   wal_bench [--dir /tmp] [--seconds 2.5] [--prealloc zero|fallocate] [--segment-mib 64]
-//             [--appenders 1 16 64 256] [--record-bytes 128 4096]
+//             [--appenders 1 16 64 256] [--record-bytes 128 4096] [--model-sync-us N]
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "epoch/wal/fault_injector.h"
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
 
@@ -36,6 +37,16 @@ using Clock = std::chrono::steady_clock;
 namespace wal = epoch::wal;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// --model-sync-us: every fdatasync (the references' and the WAL's) also takes this long. With
+// --dir on a tmpfs (where fdatasync itself is free) this is a model disk of fixed sync latency:
+// no noise from other tenants of a shared disk, so A/B runs compare the WAL's own overhead.
+std::chrono::microseconds g_model_sync{0};
+
+void DataSync(int fd) {
+  if (::fdatasync(fd) != 0) std::abort();
+  if (g_model_sync.count() > 0) std::this_thread::sleep_for(g_model_sync);
+}
 
 // User + system CPU time of the whole process, in seconds (all threads).
 double ProcessCpuSeconds() {
@@ -77,7 +88,7 @@ Reference FsyncPerWrite(const std::string& dir, double seconds, bool preallocate
         std::abort();
       }
     }
-    if (::fdatasync(fd) != 0) std::abort();
+    DataSync(fd);
   }
   const std::string block(512, 'x');
   std::uint64_t n = 0;
@@ -87,7 +98,7 @@ Reference FsyncPerWrite(const std::string& dir, double seconds, bool preallocate
         static_cast<ssize_t>(block.size())) {
       std::abort();
     }
-    if (::fdatasync(fd) != 0) std::abort();
+    DataSync(fd);
     ++n;
   }
   const double elapsed = Seconds(Clock::now() - start);
@@ -112,7 +123,7 @@ Reference WriteAndSyncLoop(const std::string& dir, double seconds, std::size_t b
       std::abort();
     }
   }
-  if (::fdatasync(fd) != 0) std::abort();
+  DataSync(fd);
   const std::string block(bytes, 'z');
   std::uint64_t n = 0;
   const auto start = Clock::now();
@@ -123,7 +134,7 @@ Reference WriteAndSyncLoop(const std::string& dir, double seconds, std::size_t b
         static_cast<ssize_t>(block.size())) {
       std::abort();
     }
-    if (::fdatasync(fd) != 0) std::abort();
+    DataSync(fd);
     ++n;
   }
   const double elapsed = Seconds(Clock::now() - start);
@@ -148,7 +159,7 @@ Reference SequentialWrites(const std::string& dir, double seconds) {
       }
       bytes += chunk.size();
     }
-    if (::fdatasync(fd) != 0) std::abort();
+    DataSync(fd);
   }
   const double elapsed = Seconds(Clock::now() - start);
   ::close(fd);
@@ -171,6 +182,11 @@ struct Cell {
 Cell RunCell(const std::string& dir, int appenders, std::size_t record_bytes, double seconds,
              const wal::Options& options) {
   wal::PosixFileSystem fs;
+  if (g_model_sync.count() > 0) {
+    auto model = std::make_shared<wal::FaultInjector>();
+    model->SetDelay(wal::FsOp::kSync, g_model_sync);
+    fs.SetFaultHook(model);
+  }
   std::atomic<std::uint64_t> sync_ns{0};
   wal::Options opts = options;
   opts.on_sync = [&sync_ns](const wal::SyncEvent& e) {
@@ -255,7 +271,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--record-bytes", record_sizes, "record sizes to run (default 128 4096)")
       ->check(CLI::Range(1, 1 << 20));
+  std::int64_t model_sync_us = 0;
+  app.add_option("--model-sync-us", model_sync_us,
+                 "model disk: every fdatasync also sleeps this long (use with a tmpfs --dir)")
+      ->check(CLI::Range(0, 1'000'000));
   CLI11_PARSE(app, argc, argv);
+  g_model_sync = std::chrono::microseconds(model_sync_us);
 
   std::string templ = base + "/epoch-wal-bench-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) {
@@ -270,6 +291,10 @@ int main(int argc, char** argv) {
   fmt::print("wal_bench: dir {} ({}), {:.1f} s per cell, {} MiB segments, prealloc {}, {} CPUs\n",
              templ, FsType(templ), seconds, segment_mib, prealloc,
              std::thread::hardware_concurrency());
+  if (model_sync_us > 0) {
+    fmt::print("model disk: every fdatasync also sleeps {} us (references included)\n",
+               model_sync_us);
+  }
   const Reference fsync_ref = FsyncPerWrite(templ, seconds, /*preallocated=*/false);
   const Reference overwrite_ref = FsyncPerWrite(templ, seconds, /*preallocated=*/true);
   const Reference seq_ref = SequentialWrites(templ, seconds);

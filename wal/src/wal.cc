@@ -36,7 +36,8 @@ Wal::Wal(FileSystem& fs, std::string dir, Options options)
       options_(std::move(options)),
       model_(std::make_unique<LogModel>()),
       pending_(std::make_unique<Pending>()),
-      prealloc_(std::make_unique<Prealloc>()) {}
+      prealloc_(std::make_unique<Prealloc>()),
+      completion_(std::make_unique<Completion>()) {}
 
 Wal::~Wal() { (void)Close(); }
 
@@ -48,6 +49,7 @@ Result<std::unique_ptr<Wal>> Wal::Open(FileSystem& fs, std::string dir, Options 
   EPOCH_RETURN_IF_ERROR(wal->Recover());
   wal->prealloc_thread_ = std::thread([w = wal.get()] { w->PreallocLoop(); });
   wal->RequestPrealloc(wal->current_seq_ + 1);
+  wal->completion_thread_ = std::thread([w = wal.get()] { w->CompletionLoop(); });
   wal->sync_thread_ = std::thread([w = wal.get()] { w->SyncLoop(); });
   return wal;
 }
@@ -117,12 +119,13 @@ Status Wal::Recover() {
   return Status::Ok();
 }
 
-Status Wal::Submit(std::string records, std::uint32_t record_count,
+Status Wal::Submit(std::string_view prefix, std::string_view records, std::uint32_t record_count,
                    std::vector<Placement> placements, DurableCallback done,
                    std::optional<LogIndex> snapshot_index) {
-  // Caller holds mu_.
+  // Caller holds mu_. Placement offsets are relative to `records`.
   Pending& p = *pending_;
-  const std::uint64_t base = p.records.size();
+  p.records.append(prefix);
+  const std::uint64_t base = p.PayloadBytes();
   p.records.append(records);
   p.record_count += record_count;
   for (Placement& pl : placements) {
@@ -132,7 +135,7 @@ Status Wal::Submit(std::string records, std::uint32_t record_count,
   }
   p.callbacks.push_back(std::move(done));
   if (snapshot_index) p.snapshot_index = snapshot_index;
-  stats_.pending_bytes = p.records.size();
+  stats_.pending_bytes = p.PayloadBytes();
   work_cv_.notify_one();
   return Status::Ok();
 }
@@ -166,7 +169,7 @@ Status Wal::Append(std::vector<raft::Entry> entries, std::optional<raft::HardSta
 
   std::lock_guard lock(mu_);
   if (closing_) return Status::FailedPrecondition("wal is closed");
-  if (!failed_.ok()) return Submit({}, 0, {}, std::move(done), std::nullopt);
+  if (!failed_.ok()) return Submit({}, {}, 0, {}, std::move(done), std::nullopt);
   std::string truncate;
   if (!entries.empty()) {
     const LogIndex first = entries[0].index;
@@ -190,7 +193,6 @@ Status Wal::Append(std::vector<raft::Entry> entries, std::optional<raft::HardSta
   for (std::size_t i = 0; i < entries.size(); ++i) {
     raft::Entry& e = entries[i];
     placements[i].op_seq = op_seq;
-    placements[i].offset += truncate.size();
     const std::uint64_t data_bytes = e.data.size();
     const Status s =
         model_->ApplyEntry(e.index, Slot{e.term, e.type, op_seq, 0, 0, placements[i].bytes,
@@ -199,8 +201,7 @@ Status Wal::Append(std::vector<raft::Entry> entries, std::optional<raft::HardSta
   }
   if (hard_state) model_->ApplyHardState(*hard_state);
   const std::uint32_t truncate_count = truncate.empty() ? 0 : 1;
-  truncate.append(encoded);
-  return Submit(std::move(truncate), record_count + truncate_count, std::move(placements),
+  return Submit(truncate, encoded, record_count + truncate_count, std::move(placements),
                 std::move(done), std::nullopt);
 }
 
@@ -220,7 +221,7 @@ Status Wal::SubmitSnapshot(const raft::SnapshotMeta& meta, bool force_discard,
                            DurableCallback done) {
   std::lock_guard lock(mu_);
   if (closing_) return Status::FailedPrecondition("wal is closed");
-  if (!failed_.ok()) return Submit({}, 0, {}, std::move(done), std::nullopt);
+  if (!failed_.ok()) return Submit({}, {}, 0, {}, std::move(done), std::nullopt);
   if (meta.index < model_->snapshot().index) {
     return Status::InvalidArgument(fmt::format("snapshot {} is older than the current one at {}",
                                                meta.index, model_->snapshot().index));
@@ -231,7 +232,7 @@ Status Wal::SubmitSnapshot(const raft::SnapshotMeta& meta, bool force_discard,
   format::AppendSnapshotRecord(&encoded, record);
   const Status s = model_->ApplySnapshot(record);
   EPOCH_WAL_CHECK(s.ok(), "{}", s.ToString());
-  return Submit(std::move(encoded), 1, {}, std::move(done), meta.index);
+  return Submit({}, encoded, 1, {}, std::move(done), meta.index);
 }
 
 void Wal::Sync(DurableCallback done) {
@@ -241,7 +242,7 @@ void Wal::Sync(DurableCallback done) {
     done(Status::FailedPrecondition("wal is closed"));
     return;
   }
-  (void)Submit({}, 0, {}, std::move(done), std::nullopt);
+  (void)Submit({}, {}, 0, {}, std::move(done), std::nullopt);
 }
 
 Status Wal::Close() {
@@ -252,6 +253,14 @@ Status Wal::Close() {
     work_cv_.notify_all();
   }
   if (sync_thread_.joinable()) sync_thread_.join();  // drains what is queued first
+  {
+    // The sync thread has handed over every batch: the completion thread runs the last
+    // callbacks, then exits.
+    std::lock_guard lock(completion_->mu);
+    completion_->stop = true;
+    completion_->cv.notify_all();
+  }
+  if (completion_thread_.joinable()) completion_thread_.join();
   {
     std::lock_guard lock(prealloc_->mu);
     prealloc_->stop = true;

@@ -1,10 +1,13 @@
-// wal::Wal background threads: the sync thread (group commit, rollover, compaction, fail-stop)
-// and the preallocator (creates the next segment ahead of need). See wal/FORMAT.md §2 and §7.
+// wal::Wal background threads: the sync thread (group commit, rollover, compaction, fail-stop),
+// the completion thread (runs durability callbacks) and the preallocator (creates the next
+// segment ahead of need). See wal/FORMAT.md §2 and §7.
 //
 // Order of work for one batch, on the sync thread:
 //   take everything pending (one batch) -> roll over if the frame does not fit -> one pwrite ->
-//   one fdatasync -> record where the entries landed -> callbacks -> compaction (if the batch
-//   held a snapshot record).
+//   one fdatasync -> record where the entries landed -> hand the callbacks to the completion
+//   thread -> compaction (if the batch held a snapshot record) -> the next batch.
+// The completion thread runs the handed-over callbacks in order, concurrently with the next
+// batch's write and fdatasync.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -22,13 +25,14 @@ constexpr std::size_t kZeroChunkBytes = 1u << 20;
 
 void Wal::SyncLoop() {
   for (;;) {
+    std::unique_ptr<Pending> fresh = RecycledPending();  // outside mu_: may allocate
     std::unique_ptr<Pending> batch;
     Status status;
     {
       std::unique_lock lock(mu_);
       work_cv_.wait(lock, [&] { return closing_ || !pending_->Empty(); });
       if (pending_->Empty()) return;  // closing, and everything queued is done
-      batch = std::exchange(pending_, std::make_unique<Pending>());
+      batch = std::exchange(pending_, std::move(fresh));
       batch->state_after = model_->MakeCheckpoint();
       stats_.pending_bytes = 0;
       status = failed_;
@@ -47,29 +51,74 @@ void Wal::SyncLoop() {
       stats_.max_frame_requests =
           std::max<std::uint64_t>(stats_.max_frame_requests, batch->callbacks.size());
     }
-    for (DurableCallback& done : batch->callbacks) {
-      if (done) done(status);
+    // Only now, after the fdatasync returned (or the WAL failed), may the callbacks run.
+    Complete(std::move(batch->callbacks), status);
+    const std::optional<LogIndex> snapshot_index = batch->snapshot_index;
+    batch->Reset();
+    spare_ = std::move(batch);
+    if (status.ok() && snapshot_index) CompactSegments(*snapshot_index);
+  }
+}
+
+std::unique_ptr<Wal::Pending> Wal::RecycledPending() {
+  // Reuse the last batch's buffers (no allocation, no page faults for the next frame), unless
+  // an unusually large batch left them oversized.
+  constexpr std::size_t kKeepCapacityBytes = 8u << 20;
+  if (spare_ != nullptr && spare_->records.capacity() <= kKeepCapacityBytes) {
+    return std::move(spare_);
+  }
+  spare_.reset();
+  return std::make_unique<Pending>();
+}
+
+void Wal::Complete(std::vector<DurableCallback> callbacks, const Status& status) {
+  if (callbacks.empty()) return;
+  std::lock_guard lock(completion_->mu);
+  completion_->ready.push_back(Completion::Batch{std::move(callbacks), status});
+  completion_->cv.notify_one();
+}
+
+void Wal::CompletionLoop() {
+  Completion& c = *completion_;
+  std::deque<Completion::Batch> batches;
+  for (;;) {
+    {
+      std::unique_lock lock(c.mu);
+      c.cv.wait(lock, [&] { return c.stop || !c.ready.empty(); });
+      if (c.ready.empty()) return;  // stopped, and every batch handed over has been completed
+      batches.swap(c.ready);        // everything ready, in one pass
     }
-    if (!status.ok()) continue;
-    if (batch->snapshot_index) CompactSegments(*batch->snapshot_index);
+    for (Completion::Batch& batch : batches) {
+      for (DurableCallback& done : batch.callbacks) {
+        if (done) done(batch.status);
+      }
+    }
+    batches.clear();
   }
 }
 
 Status Wal::WriteFrame(Pending& batch) {
   if (current_has_frames_ &&
-      current_offset_ + format::FrameBytes(batch.records.size()) > options_.segment_bytes) {
+      current_offset_ + format::FrameBytes(batch.PayloadBytes()) > options_.segment_bytes) {
     EPOCH_RETURN_IF_ERROR(Rollover());
   }
-  // The first frame of a segment starts with a checkpoint: the log as of the previous segment's
-  // end (FORMAT.md §5), so older segments can be deleted and boundaries cross-checked.
-  std::string frame(format::kFrameHeaderBytes, '\0');
+  // The frame is built in place in batch.records, which starts with room for its header.
+  std::string& frame = batch.records;
   std::uint32_t record_count = batch.record_count;
+  std::uint64_t checkpoint_bytes = 0;
   if (!current_has_frames_) {
-    format::AppendCheckpointRecord(&frame, written_state_);
+    // The first frame of a segment starts with a checkpoint: the log as of the previous
+    // segment's end (FORMAT.md §5), so older segments can be deleted and boundaries
+    // cross-checked. Once per segment, so the copy this costs does not matter.
+    std::string with_checkpoint(format::kFrameHeaderBytes, '\0');
+    format::AppendCheckpointRecord(&with_checkpoint, written_state_);
+    checkpoint_bytes = with_checkpoint.size() - format::kFrameHeaderBytes;
+    with_checkpoint.append(frame, format::kFrameHeaderBytes);
+    frame.swap(with_checkpoint);
     ++record_count;
   }
-  const std::uint64_t payload_base = current_offset_ + frame.size();  // where batch.records go
-  frame.append(batch.records);
+  // Where batch.records' own payload (and so every Placement offset) starts in the file.
+  const std::uint64_t payload_base = current_offset_ + format::kFrameHeaderBytes + checkpoint_bytes;
   const std::uint64_t payload_bytes = frame.size() - format::kFrameHeaderBytes;
   frame.resize(format::FrameBytes(payload_bytes), '\0');
   const std::string header = format::EncodeFrameHeader(

@@ -8,10 +8,10 @@
 // Durability model: Append / SaveHardState / SaveSnapshot / InstallSnapshot validate, update the
 // in-memory log at once (so LastIndex(), TermAt() and Entries() see the new state immediately) and
 // queue the records; they never block on the disk. A background sync thread writes everything
-// queued as one frame with one pwrite and one fdatasync (group commit) and only then calls the
-// requests' DurableCallbacks, in submission order. So the driver keeps stepping the Raft core while
-// a sync is in flight, and sends what depends on durability (votes, append acks, its own match
-// index) from the callback.
+// queued as one frame with one pwrite and one fdatasync (group commit) and only then hands the
+// requests' DurableCallbacks to be called, in submission order. So the driver keeps stepping the
+// Raft core while a sync is in flight, and sends what depends on durability (votes, append acks,
+// its own match index) from the callback.
 //
 // Fail-stop: if a write, fdatasync, rename or directory sync fails, the WAL enters a failed state
 // for good (an fsync is never retried: after a failed fdatasync the kernel may have dropped the
@@ -24,9 +24,10 @@
 //     Requests are ordered by the order in which their calls take that mutex.
 //   - Reads (the LogReader methods) reflect every request accepted so far, durable or not. Reads
 //     of entries no longer cached in memory read the segment file outside the mutex.
-//   - DurableCallbacks run on the WAL's sync thread, one at a time, in submission order. They
-//     must be short (post to the caller's own executor); they may call any Wal method except
-//     Close() and the destructor.
+//   - DurableCallbacks run on the WAL's completion thread (fed by the sync thread once a batch's
+//     fdatasync has returned), one at a time, in submission order, while the sync thread already
+//     writes the next batch. They must be short (post to the caller's own executor); they may call
+//     any Wal method except Close() and the destructor.
 //   - Close() (or the destructor) must not run concurrently with other calls.
 #pragma once
 
@@ -163,14 +164,16 @@ class Wal final : public raft::LogReader {
   struct Pending;
   struct Segment;
   struct Prealloc;
+  struct Completion;
 
   Wal(FileSystem& fs, std::string dir, Options options);
   [[nodiscard]] Status Recover();
   [[nodiscard]] Status SubmitSnapshot(const raft::SnapshotMeta& meta, bool force_discard,
                                       DurableCallback done);
-  [[nodiscard]] Status Submit(std::string records, std::uint32_t record_count,
-                              std::vector<Placement> placements, DurableCallback done,
-                              std::optional<LogIndex> snapshot_index);
+  // `prefix` (a truncate record, or empty) and `records` are appended to the pending payload.
+  [[nodiscard]] Status Submit(std::string_view prefix, std::string_view records,
+                              std::uint32_t record_count, std::vector<Placement> placements,
+                              DurableCallback done, std::optional<LogIndex> snapshot_index);
   void Log(LogLevel level, std::string_view message) const;
 
   // Sync thread (wal_sync.cc).
@@ -180,6 +183,11 @@ class Wal final : public raft::LogReader {
   void PlaceEntries(const Pending& batch, std::uint64_t payload_base, std::uint64_t frame_bytes);
   void CompactSegments(LogIndex snapshot_index);
   void FailStop(const Status& error);
+  void Complete(std::vector<DurableCallback> callbacks, const Status& status);
+  std::unique_ptr<Pending> RecycledPending();
+
+  // Completion thread (wal_sync.cc).
+  void CompletionLoop();
 
   // Preallocator thread (wal_sync.cc).
   void PreallocLoop();
@@ -217,11 +225,16 @@ class Wal final : public raft::LogReader {
   std::uint64_t current_offset_ = 0;  // where the next frame goes
   bool current_has_frames_ = false;   // false: the next frame starts with a checkpoint
   std::shared_ptr<File> current_file_;
+  std::unique_ptr<Pending> spare_;  // a taken batch, emptied, reused as the next pending_
 
   // --- Preallocator --------------------------------------------------------------------------
   std::unique_ptr<Prealloc> prealloc_;
 
+  // --- Completion ----------------------------------------------------------------------------
+  std::unique_ptr<Completion> completion_;
+
   std::thread sync_thread_;
+  std::thread completion_thread_;
   std::thread prealloc_thread_;
 };
 
