@@ -15,9 +15,9 @@ Raft::Raft(const Config& config, const LogReader& log, std::uint64_t seed)
       rng_(seed),
       log_(log, id_, term_),
       timeout_base_(config.election_timeout_min_ticks),
-      leader_gap_ticks_(8 * config.election_timeout_min_ticks),
-      round_trip_ticks_(8 * config.election_timeout_min_ticks),
-      persist_latency_ticks_(8 * config.election_timeout_min_ticks) {
+      leader_gap_ticks_(LatencyWindowTicks(config)),
+      round_trip_ticks_(LatencyWindowTicks(config)),
+      persist_latency_ticks_(LatencyWindowTicks(config)) {
   const epoch::Status valid = config.Validate();
   RAFT_ASSERT(valid.ok(), "invalid raft config: {}", valid.ToString());
   const HardState hs = log.InitialHardState();

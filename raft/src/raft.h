@@ -31,6 +31,13 @@
 
 namespace epoch::raft {
 
+// Window of the latency samples behind the adaptive election timeout (raft/README.md): two floors,
+// i.e. at least six heartbeat rounds (Config::Validate: heartbeat <= floor / 3). A sample is
+// remembered one to two windows.
+inline std::int64_t LatencyWindowTicks(const Config& config) {
+  return 2 * config.election_timeout_min_ticks;
+}
+
 class Raft {
  public:
   Raft(const Config& config, const LogReader& log, std::uint64_t seed);

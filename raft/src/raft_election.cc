@@ -165,8 +165,13 @@ void Raft::BackOffElectionTimeout() {
 
 std::int64_t Raft::LatencyTargetBase() const {
   const std::int64_t gap = leader_gap_ticks_.Get(now_);
-  const std::int64_t latency =
-      std::max(round_trip_ticks_.Get(now_), persist_latency_ticks_.Get(now_));
+  // A sync still in flight is a lower bound of the current persist latency: a disk that stays
+  // slow keeps the base raised between completed writes, however long each write takes.
+  const std::int64_t in_flight = outstanding_.has_value() && outstanding_->must_sync
+                                     ? now_ - outstanding_->handed_out_tick
+                                     : 0;
+  const std::int64_t persist = std::max(persist_latency_ticks_.Get(now_), in_flight);
+  const std::int64_t latency = std::max(round_trip_ticks_.Get(now_), persist);
   const std::int64_t target = std::max({config_.election_timeout_min_ticks, 2 * gap, 4 * latency});
   return std::min(target, config_.max_election_timeout_ticks);
 }
@@ -179,12 +184,13 @@ void Raft::MaybeAdaptElectionTimeout() {
     RedrawElectionTimeout();
     return;
   }
-  // Decay halfway back towards the target after 4 T of stable leadership.
-  if (timeout_base_ > target && stable_leadership_ticks_ >= 4 * timeout_base_) {
-    const std::int64_t floor = config_.election_timeout_min_ticks;
-    const std::int64_t step = std::max<std::int64_t>(1, (timeout_base_ - floor) / 2);
-    timeout_base_ = std::max(target, timeout_base_ - step);
-    stable_leadership_ticks_ = 0;
+  // Straight back to the target (the floor once the measured latency is normal again) once
+  // leadership has been stable for one latency window. The target still holds every sample of the
+  // last one to two windows, so a latency that persists keeps the base raised.
+  if (timeout_base_ > target && stable_leadership_ticks_ >= LatencyWindowTicks(config_)) {
+    Log(LogLevel::kInfo, "latency normal, leadership stable: timeout base {} -> {}", timeout_base_,
+        target);
+    timeout_base_ = target;
     RedrawElectionTimeout();
   }
 }

@@ -1,6 +1,9 @@
 // Elections beyond the paper: PreVote, CheckQuorum, vote withholding (DESIGN.md §3–4) and the
 // adaptive election timeout.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <optional>
+#include <string>
 
 #include "test_cluster.h"
 
@@ -144,12 +147,21 @@ TEST_CASE("adaptive timeout: elections that produce no leader back off up to the
   CHECK(bases.back() == k.max_election_timeout_ticks);
   CHECK(n.election_timeout_ticks() >= k.max_election_timeout_ticks);
 
-  // Once a leader is stable again, the base decays back to the floor.
+  // Once node 1 has heard a stable leader for one latency window (2 floors), the base is back at
+  // the floor.
   c.Heal();
-  c.Run(100);
-  REQUIRE(c.Leader() != kNoNode);
-  c.Run(1500);
+  int ticks = 0;
+  for (; ticks < 200 && n.leader() == kNoNode; ++ticks) c.Run(1);
+  REQUIRE(n.leader() != kNoNode);
+  CHECK(n.election_timeout_base_ticks() > k.election_timeout_min_ticks);
+  const int window = 2 * static_cast<int>(k.election_timeout_min_ticks);
+  ticks = 0;
+  for (; ticks <= window + 2 && n.election_timeout_base_ticks() != k.election_timeout_min_ticks;
+       ++ticks) {
+    c.Run(1);
+  }
   CHECK(n.election_timeout_base_ticks() == k.election_timeout_min_ticks);
+  CHECK(ticks <= window + 1);
 }
 
 TEST_CASE("adaptive timeout: slow persistence raises the base, and it decays back",
@@ -169,8 +181,125 @@ TEST_CASE("adaptive timeout: slow persistence raises the base, and it decays bac
   f.Advance(rd);
   CHECK(f.election_timeout_base_ticks() == 24);  // 4 x the persist latency
   CHECK(f.election_timeout_ticks() >= 24);
-  c.Run(1500);
+  // A sample is remembered one to two windows (2 floors each); then the base is the floor again.
+  const int window = 2 * static_cast<int>(k.election_timeout_min_ticks);
+  c.Run(window - 1);
+  CHECK(f.election_timeout_base_ticks() == 24);
+  c.Run(window + 2);
   CHECK(f.election_timeout_base_ticks() == k.election_timeout_min_ticks);
+}
+
+// Node 2's disk takes `slow` ticks per write while the leader keeps proposing; each Ready waits
+// that long before it is persisted, sent and advanced (nodes 1 and 3 run synchronously).
+struct SlowDiskRun {
+  TestCluster& c;
+  std::int64_t slow;
+  std::optional<Ready> held;
+  std::int64_t held_for = 0;
+
+  void Flush() {
+    if (!held) return;
+    TestNode& t = c.at(2);
+    if (held->snapshot) t.log->ApplySnapshot(*held->snapshot);
+    if (!held->entries.empty()) t.log->Append(held->entries);
+    if (held->hard_state) t.log->SetHardState(*held->hard_state);
+    for (Message& m : held->messages) c.queue().push_back(m);
+    for (Message& m : held->messages_after_persist) c.queue().push_back(m);
+    t.node->Advance(*held);
+    held.reset();
+  }
+  void Tick(int t) {
+    if (t % 3 == 0) (void)c.node(1).Propose({"w" + std::to_string(t)});
+    c.TickAll();
+    c.Stabilize();
+    if (held && ++held_for >= slow) Flush();
+    if (!held && c.node(2).HasReady()) {
+      held = c.node(2).GetReady();
+      held_for = 0;
+    }
+    c.Stabilize();
+  }
+};
+
+TEST_CASE(
+    "adaptive timeout: a sustained slow disk keeps the base raised, and it is back at the floor "
+    "two windows after the disk is fast again",
+    "[raft][adaptive]") {
+  // 6 ticks per write: samples every 6 ticks. 30 ticks per write: longer than a window, so only
+  // the age of the write in flight keeps the base raised between two completed writes.
+  for (std::int64_t slow : {6, 30}) {
+    CAPTURE(slow);
+    TestCluster c(3);
+    c.BootAndElect(1);
+    REQUIRE(c.node(1).role() == Role::kLeader);
+    const Config& k = c.at(2).config;
+    const std::int64_t floor = k.election_timeout_min_ticks;
+    const int window = 2 * static_cast<int>(floor);
+    const std::int64_t raised = std::min(4 * slow, k.max_election_timeout_ticks);
+    c.Pause(2);
+    SlowDiskRun run{c, slow, std::nullopt, 0};
+    int first_raised = -1;
+    int dips = 0;
+    for (int t = 0; t < 10 * window; ++t) {
+      run.Tick(t);
+      const std::int64_t base = c.node(2).election_timeout_base_ticks();
+      if (first_raised < 0 && base >= raised) first_raised = t;
+      if (first_raised >= 0 && base < raised) ++dips;
+    }
+    REQUIRE(first_raised >= 0);
+    CHECK(first_raised <= slow + 1);
+    CHECK(dips == 0);  // no decay while the disk stays slow
+    CHECK(c.node(1).role() == Role::kLeader);
+
+    // The disk is fast again: the last slow write completes now.
+    run.Flush();
+    c.Resume(2);
+    c.Stabilize();
+    int ticks = 0;
+    for (; ticks <= 2 * window + 2 && c.node(2).election_timeout_base_ticks() != floor; ++ticks) {
+      run.Tick(ticks);
+    }
+    CHECK(c.node(2).election_timeout_base_ticks() == floor);
+    CHECK(ticks <= 2 * window + 1);
+    c.Run(2 * window);
+    CHECK(c.node(2).election_timeout_base_ticks() == floor);
+  }
+}
+
+TEST_CASE(
+    "adaptive timeout: sustained long heartbeat gaps keep a follower's base raised, and it is "
+    "back at the floor two windows after the gaps end",
+    "[raft][adaptive]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  const Config& k = c.at(3).config;
+  const std::int64_t floor = k.election_timeout_min_ticks;
+  const int window = 2 * static_cast<int>(floor);
+  // Two of every three heartbeats to node 3 are lost: gaps of 3 heartbeat periods (6 ticks,
+  // below the floor of 10), so the base becomes 2 x 6 = 12.
+  int heartbeats = 0;
+  c.SetDropFilter([&](const Message& m) {
+    return m.type == MessageType::kHeartbeat && m.to == Id(3) && heartbeats++ % 3 != 0;
+  });
+  const std::int64_t raised = 2 * 3 * k.heartbeat_ticks;
+  int first_raised = -1;
+  int dips = 0;
+  for (int t = 0; t < 10 * window; ++t) {
+    c.Run(1);
+    const std::int64_t base = c.node(3).election_timeout_base_ticks();
+    if (first_raised < 0 && base >= raised) first_raised = t;
+    if (first_raised >= 0 && base < raised) ++dips;
+  }
+  REQUIRE(first_raised >= 0);
+  CHECK(dips == 0);
+  CHECK(c.node(3).leader() == Id(1));
+  c.SetDropFilter({});
+  int ticks = 0;
+  for (; ticks <= 2 * window + 2 && c.node(3).election_timeout_base_ticks() != floor; ++ticks) {
+    c.Run(1);
+  }
+  CHECK(c.node(3).election_timeout_base_ticks() == floor);
+  CHECK(ticks <= 2 * window + 1);
 }
 
 TEST_CASE("adaptive timeout: a high heartbeat round trip raises the leader's base",
@@ -191,6 +320,10 @@ TEST_CASE("adaptive timeout: a high heartbeat round trip raises the leader's bas
   }
   for (Message& m : held) leader.Step(m);
   CHECK(leader.election_timeout_base_ticks() == 28);
+  // Round trips are normal again: the base is the floor within two windows (2 floors each).
+  const int window = 2 * static_cast<int>(c.at(1).config.election_timeout_min_ticks);
+  c.Run(2 * window + 1);
+  CHECK(leader.election_timeout_base_ticks() == 10);
 }
 
 TEST_CASE("a single voter elects itself at once", "[raft]") {
