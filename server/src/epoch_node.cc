@@ -12,6 +12,7 @@
 #include "disk_failpoint.h"
 #include "election_service.h"
 #include "epoch/raft/conf_change.h"
+#include "epoch/server/etcd_errors.h"
 #include "epoch/server/kv_state_machine.h"
 #include "epoch/server/kv_store.h"
 #include "epoch/server/node_context.h"
@@ -27,6 +28,7 @@
 #include "lock_service.h"
 #include "maintenance_service.h"
 #include "metrics_http.h"
+#include "peer_forwarder.h"
 #include "recipe_wait.h"
 #include "snapshot_manager.h"
 #include "watch_service.h"
@@ -120,6 +122,8 @@ class EpochNode::Impl {
   std::unique_ptr<TransportSender> sender_;
   std::unique_ptr<RaftDriver> driver_;
   std::unique_ptr<SnapshotManager> snapshots_;  // after driver_: destroyed before it
+  // After transport_ and driver_ (its hooks use them), before context_ (which points to it).
+  std::unique_ptr<PeerForwarder> peer_forwarder_;
   std::unique_ptr<NodeContext> context_;
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
@@ -144,6 +148,7 @@ class EpochNode::Impl {
   Status OpenStorage();
   Status Bootstrap();
   Status StartNetwork();
+  void HandlePeerFrame(NodeId from, const std::string& frame);
 };
 
 Status EpochNode::Impl::OpenStorage() {
@@ -201,6 +206,37 @@ Status EpochNode::Impl::Bootstrap() {
   return Status::Ok();
 }
 
+// Runs on the transport's thread. Raft messages go to the driver, snapshot traffic to the snapshot
+// manager, forwarded writes to the forwarder; anything else is dropped with a warning.
+void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
+  raftpb::Frame parsed;
+  if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+    spdlog::warn("node={} dropping an unparsable peer frame from {:x}", config_.name, from);
+    return;
+  }
+  switch (parsed.body_case()) {
+    case raftpb::Frame::kForwardRequest:
+      return peer_forwarder_->Serve(from, parsed.forward_request());
+    case raftpb::Frame::kForwardResponse:
+      return peer_forwarder_->HandleResponse(from, parsed.forward_response());
+    case raftpb::Frame::kMessage: break;
+    default:
+      spdlog::warn("node={} dropping a peer frame from {:x} without a message", config_.name, from);
+      return;
+  }
+  // Snapshot chunks and their acknowledgements never reach the core directly.
+  if (IsSnapshotTraffic(parsed.message())) {
+    if (snapshots_) snapshots_->HandleFrame(std::move(*parsed.mutable_message()));
+    return;
+  }
+  Result<raft::Message> m = DecodeMessage(parsed.message());
+  if (!m.ok()) {
+    spdlog::warn("node={} dropping a peer frame: {}", config_.name, m.status().ToString());
+    return;
+  }
+  driver_->Receive(std::move(*m));
+}
+
 Status EpochNode::Impl::StartNetwork() {
   PeerTransportOptions topts;
   topts.self = config_.self_id();
@@ -211,28 +247,11 @@ Status EpochNode::Impl::StartNetwork() {
     return id != config_.self_id() && config_.FindMember(id) != nullptr;
   };
   transport_ = std::make_unique<PeerTransport>(
-      net_io_, topts,
-      [this](NodeId, std::string frame) {
-        raftpb::Frame parsed;
-        if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size())) ||
-            !parsed.has_message()) {
-          spdlog::warn("node={} dropping a peer frame: unparsable or without a message",
-                       config_.name);
-          return;
-        }
-        // Snapshot chunks and their acknowledgements never reach the core directly.
-        if (IsSnapshotTraffic(parsed.message())) {
-          if (snapshots_) snapshots_->HandleFrame(std::move(*parsed.mutable_message()));
-          return;
-        }
-        Result<raft::Message> m = DecodeMessage(parsed.message());
-        if (!m.ok()) {
-          spdlog::warn("node={} dropping a peer frame: {}", config_.name, m.status().ToString());
-          return;
-        }
-        driver_->Receive(std::move(*m));
-      },
-      [this](NodeId peer) { driver_->Unreachable(peer); });
+      net_io_, topts, [this](NodeId from, std::string frame) { HandlePeerFrame(from, frame); },
+      [this](NodeId peer) {
+        driver_->Unreachable(peer);
+        if (peer_forwarder_) peer_forwarder_->PeerLost(peer);
+      });
   sender_ = std::make_unique<TransportSender>(*transport_);
 
   RaftDriverOptions dopts;
@@ -242,6 +261,20 @@ Status EpochNode::Impl::StartNetwork() {
       config_.self_id().value() ^
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   driver_ = std::make_unique<RaftDriver>(raft_io_, dopts, *log_, *state_machine_, *sender_);
+  PeerForwarder::Hooks forward_hooks;
+  forward_hooks.send = [this](NodeId peer, std::string frame) {
+    transport_->Send(peer, std::move(frame));
+  };
+  forward_hooks.connected = [this](NodeId peer) { return transport_->Stats(peer).connected; };
+  forward_hooks.propose = [this](v1::InternalRequest request, PeerForwarder::Callback done) {
+    // Forwarded writes are proposed here or refused: they never travel a second hop.
+    if (driver_->status().role != raft::Role::kLeader) {
+      return done(etcd_errors::kNotLeader.ToStatus(), {});
+    }
+    driver_->Propose(std::move(request), std::move(done));
+  };
+  peer_forwarder_ =
+      std::make_unique<PeerForwarder>(read_pool_.get_executor(), std::move(forward_hooks));
   snapshots_ = std::make_unique<SnapshotManager>(
       config_.snapshot, config_.self_id(), config_.cluster_id(), config_.data_dir + "/snap",
       *store_, *log_, *driver_,
@@ -256,6 +289,7 @@ Status EpochNode::Impl::StartNetwork() {
     if (m.id != config_.self_id()) transport_->SetPeer(m.id, {dial.host, dial.port});
   }
   context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, read_pool_);
+  context_->SetPeerForwarder(peer_forwarder_.get());
   kv_service_ = std::make_unique<KvService>(*context_);
   maintenance_service_ = std::make_unique<MaintenanceService>(*context_);
   maintenance_service_->SetSnapshots(snapshots_.get(), config_.snapshot.archive_message_bytes);
@@ -346,6 +380,8 @@ void EpochNode::Impl::Shutdown() {
     stopped_ = true;
   }
   cv_.notify_all();
+  // Forwarded writes still waiting for the leader end now, or the gRPC shutdown waits for them.
+  if (peer_forwarder_) peer_forwarder_->Stop();
   if (grpc_server_)
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (lease_manager_) lease_manager_->Stop();

@@ -4,6 +4,7 @@
 
 #include "epoch/server/etcd_errors.h"
 #include "leader_forwarder.h"
+#include "peer_forwarder.h"
 
 namespace epoch::server {
 namespace {
@@ -61,6 +62,10 @@ void NodeContext::WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
     return driver_.Propose(*request, retry_or_fail);
   }
   if (status.leader == raft::kNoNode) return retry_or_fail(etcd_errors::kNoLeader.ToStatus(), {});
+  if (peer_forwarder_ && PeerForwarder::Forwardable(*request)) {
+    return peer_forwarder_->Forward(status.leader, *request, give_up + std::chrono::seconds(5),
+                                    retry_or_fail);
+  }
   auto deadline = std::chrono::system_clock::now() +
                   std::chrono::duration_cast<std::chrono::system_clock::duration>(
                       give_up - std::chrono::steady_clock::now()) +

@@ -19,6 +19,7 @@
 namespace epoch::server {
 
 class LeaderForwarder;
+class PeerForwarder;
 
 class NodeContext {
  public:
@@ -29,14 +30,18 @@ class NodeContext {
               asio::thread_pool& read_pool);
   ~NodeContext();
 
-  // Proposes `request` when this node leads, forwards it to the leader's client endpoint when
-  // another node does, and waits (up to config.leader_wait and `deadline`) for a leader when
+  // Proposes `request` when this node leads, forwards it to the leader when another node does
+  // (KV writes over the peer link once SetPeerForwarder was called, others to the leader's client
+  // endpoint), and waits (up to config.leader_wait and `deadline`) for a leader when
   // none is known. `done` gets the response computed at apply time.
   void Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
              WriteCallback done);
   // Calls `done` on a read-pool thread once a linearizable read may be served (ReadIndex or
   // lease), or at once for a serializable read.
   void ReadBarrier(bool serializable, ReadyCallback done);
+
+  // Before any Write: KV writes are then forwarded over the peer link. Not owned.
+  void SetPeerForwarder(PeerForwarder* forwarder) { peer_forwarder_ = forwarder; }
 
   void FillHeader(etcdserverpb::ResponseHeader* header) const;
 
@@ -54,6 +59,7 @@ class NodeContext {
   KvStore& store_;
   asio::thread_pool& read_pool_;
   std::unique_ptr<LeaderForwarder> forwarder_;
+  PeerForwarder* peer_forwarder_ = nullptr;
   asio::steady_timer::executor_type timer_executor_;
 };
 
