@@ -85,6 +85,11 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
 Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOptions options) {
   rocksdb::Options opts;
   opts.create_if_missing = true;
+  // Metadata is small and hot: compressing every flushed memtable (snappy by default) cost ~1 % of
+  // a put's server CPU for little space. Only the bottommost level, which holds the bulk of a
+  // large store, stays compressed.
+  opts.compression = rocksdb::kNoCompression;
+  opts.bottommost_compression = rocksdb::kSnappyCompression;
   opts.avoid_flush_during_shutdown = options.skip_flush_on_close;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);

@@ -16,14 +16,33 @@ rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
 WriteTxn::WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin)
     : reader_(reader), batch_(batch), begin_(begin) {}
 
-Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type,
-                             const mvccpb::KeyValue& kv) {
-  v1::StoredEvent record;
-  record.set_type(type);
-  *record.mutable_kv() = kv;
-  EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(RevisionKey(pair), record.SerializeAsString())));
+// Field 1 (varint; omitted for PUT = 0, as protobuf omits defaults), then field 2 (the key-value,
+// length-delimited).
+std::string EncodeStoredEvent(mvccpb::Event::EventType type, std::string_view kv_bytes) {
+  std::string out;
+  out.reserve(kv_bytes.size() + 16);
+  auto varint = [&out](std::uint64_t v) {
+    while (v >= 0x80) {
+      out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+      v >>= 7;
+    }
+    out.push_back(static_cast<char>(v));
+  };
+  if (type != mvccpb::Event::PUT) {
+    out.push_back(0x08);  // field 1, varint
+    varint(static_cast<std::uint64_t>(type));
+  }
+  out.push_back(0x12);  // field 2, length-delimited
+  varint(kv_bytes.size());
+  out.append(kv_bytes);
+  return out;
+}
+
+Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, std::string_view key,
+                             std::string_view kv_bytes) {
+  EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(RevisionKey(pair), EncodeStoredEvent(type, kv_bytes))));
   const char marker = type == mvccpb::Event::PUT ? kIndexPut : kIndexTombstone;
-  return Rocks(batch_->Put(IndexKey(kv.key(), pair), ToSlice(std::string_view(&marker, 1))));
+  return Rocks(batch_->Put(IndexKey(key, pair), ToSlice(std::string_view(&marker, 1))));
 }
 
 Result<mvccpb::KeyValue> WriteTxn::Put(std::string_view key, std::string_view value, LeaseId lease,
@@ -37,8 +56,9 @@ Result<mvccpb::KeyValue> WriteTxn::Put(std::string_view key, std::string_view va
   kv.set_version(prev != nullptr ? prev->version() + 1 : 1);
   kv.set_lease(lease.value());
 
-  EPOCH_RETURN_IF_ERROR(WriteRecord(pair, mvccpb::Event::PUT, kv));
-  EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(LatestKey(key), kv.SerializeAsString())));
+  const std::string kv_bytes = kv.SerializeAsString();
+  EPOCH_RETURN_IF_ERROR(WriteRecord(pair, mvccpb::Event::PUT, key, kv_bytes));
+  EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(LatestKey(key), ToSlice(kv_bytes))));
   if (prev != nullptr && prev->lease() != 0 && prev->lease() != lease.value()) {
     EPOCH_RETURN_IF_ERROR(Rocks(batch_->Delete(LeaseAttachKey(LeaseId(prev->lease()), key))));
   }
@@ -63,7 +83,8 @@ Result<std::vector<mvccpb::KeyValue>> WriteTxn::DeleteRange(const KeyRange& rang
     mvccpb::KeyValue tombstone;
     tombstone.set_key(prev.key());
     tombstone.set_mod_revision(pair.main);
-    EPOCH_RETURN_IF_ERROR(WriteRecord(pair, mvccpb::Event::DELETE, tombstone));
+    EPOCH_RETURN_IF_ERROR(
+        WriteRecord(pair, mvccpb::Event::DELETE, prev.key(), tombstone.SerializeAsString()));
     EPOCH_RETURN_IF_ERROR(Rocks(batch_->Delete(LatestKey(prev.key()))));
     if (prev.lease() != 0) {
       EPOCH_RETURN_IF_ERROR(

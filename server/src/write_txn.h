@@ -10,6 +10,7 @@
 #include <rocksdb/utilities/write_batch_with_index.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,11 @@
 #include "store_reader.h"
 
 namespace epoch::server {
+
+// The bytes protobuf gives for v1::StoredEvent{type, kv}, built from the key-value's own encoding
+// (so a put serializes its key-value once for the revision record and the latest table).
+[[nodiscard]] std::string EncodeStoredEvent(mvccpb::Event::EventType type,
+                                            std::string_view kv_bytes);
 
 class WriteTxn {
  public:
@@ -43,7 +49,9 @@ class WriteTxn {
 
  private:
   RevisionPair NextPair() { return RevisionPair{begin_.value() + 1, next_sub_++}; }
-  Status WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, const mvccpb::KeyValue& kv);
+  // The revision record (a v1::StoredEvent whose kv is `kv_bytes`) and the key's index entry.
+  Status WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, std::string_view key,
+                     std::string_view kv_bytes);
   Status Rocks(const rocksdb::Status& s) { return FromRocks(s, "write batch"); }
 
   const StoreReader* reader_;
