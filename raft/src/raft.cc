@@ -291,12 +291,16 @@ void Raft::TickHeartbeat() {
   MaybeAdaptElectionTimeout();
   CheckDurabilityStall();
   if (role_ != Role::kLeader) return;
-  if (election_elapsed_ >= config_.election_timeout_min_ticks) {
+  // CheckQuorum runs once per election timeout base: the floor while latency is normal, longer
+  // while measured round trips are long (then the followers' own timeouts are raised too, so a
+  // silence shorter than the base is load, not a partition). Safety does not depend on it: the
+  // lease is counted from acknowledged heartbeat rounds and the floor, never from this check.
+  if (election_elapsed_ >= timeout_base_) {
     election_elapsed_ = 0;
     if (config_.check_quorum) {
       if (!QuorumActive()) {
         Log(LogLevel::kWarning, "check quorum: no quorum heard within {} ticks, stepping down",
-            config_.election_timeout_min_ticks);
+            timeout_base_);
         BecomeFollower(term_, kNoNode);
         return;
       }

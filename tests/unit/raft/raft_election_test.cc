@@ -2,6 +2,7 @@
 // adaptive election timeout.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -54,6 +55,61 @@ TEST_CASE("check quorum: a leader that cannot hear a quorum steps down within th
     c.Run(2 * floor);
     CHECK((c.node(1).role() == Role::kLeader) == !check_quorum);
   }
+}
+
+// Every answer to node 1 arrives `delay` ticks after it was sent (or never, while `drop`); all
+// other messages at once. Runs `ticks` ticks; `now` is the running tick count.
+void RunWithSlowAnswersToLeader(TestCluster& c, int ticks, int delay, bool drop, int& now,
+                                std::deque<std::pair<int, Message>>& in_flight) {
+  for (int t = 0; t < ticks; ++t, ++now) {
+    c.TickAll();
+    for (int round = 0; round < 8; ++round) {
+      c.ProcessAll();
+      std::deque<Message> batch;
+      batch.swap(c.queue());
+      for (Message& m : batch) {
+        if (m.to != NodeId(1)) {
+          c.node(m.to.value()).Step(m);
+        } else if (!drop) {
+          in_flight.emplace_back(now + delay, std::move(m));
+        }
+      }
+    }
+    while (!in_flight.empty() && in_flight.front().first <= now) {
+      c.node(1).Step(in_flight.front().second);
+      in_flight.pop_front();
+    }
+  }
+}
+
+TEST_CASE(
+    "check quorum: with a raised timeout base, a silence shorter than the base is not a "
+    "step-down",
+    "[raft][checkquorum][adaptive]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  Node& leader = c.node(1);
+  const int floor = static_cast<int>(c.at(1).config.election_timeout_min_ticks);
+  int now = 0;
+  std::deque<std::pair<int, Message>> in_flight;
+  // Slow answers (7 ticks) raise the leader's base to 4 x 7 = 28.
+  RunWithSlowAnswersToLeader(c, 30, 7, false, now, in_flight);
+  REQUIRE(leader.role() == Role::kLeader);
+  REQUIRE(leader.election_timeout_base_ticks() == 28);
+  const Term term = leader.term();
+  // Then no answer at all for 2 x floor - 1 ticks: long enough to cover a whole check interval
+  // of one floor however the intervals fall (a leader checking every floor steps down here), but
+  // shorter than the base, whose samples are remembered at least one window (2 floors).
+  in_flight.clear();
+  RunWithSlowAnswersToLeader(c, 2 * floor - 1, 7, true, now, in_flight);
+  RunWithSlowAnswersToLeader(c, 30, 7, false, now, in_flight);
+  CHECK(leader.role() == Role::kLeader);
+  CHECK(leader.term() == term);
+  // A real partition still ends the leadership: the base decays once the samples age out.
+  c.Isolate(1);
+  in_flight.clear();
+  RunWithSlowAnswersToLeader(c, 4 * 28, 7, true, now, in_flight);
+  CHECK(leader.role() != Role::kLeader);
 }
 
 TEST_CASE(
