@@ -189,25 +189,33 @@ std::int64_t FailoverStats::Percentile(double p) const {
 
 std::string FailoverStats::Summary() const {
   auto ms = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
+  const std::string after =
+      slow_disk_us > 0
+          ? fmt::format(" 0.8-1.2 s after every disk was {} ms slower per write for 1 s",
+                        slow_disk_us / 1000)
+          : "";
   return fmt::format(
-      "{} nodes: {} trials, leader crash -> new leader committed in its term: "
+      "{} nodes: {} trials, leader crash{} -> new leader committed in its term: "
       "p50 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms; no new leader within the "
       "limit: {}",
-      nodes, samples_us.size() + static_cast<std::size_t>(no_leader), ms(Percentile(0.5)),
+      nodes, samples_us.size() + static_cast<std::size_t>(no_leader), after, ms(Percentile(0.5)),
       ms(Percentile(0.99)), ms(samples_us.empty() ? -1 : samples_us.back()), no_leader);
 }
 
-FailoverStats MeasureFailover(int nodes, int trials, std::uint64_t first_seed) {
+FailoverStats MeasureFailover(int nodes, int trials, std::uint64_t first_seed,
+                              std::int64_t slow_disk_us) {
   FailoverStats stats;
   stats.nodes = nodes;
+  stats.slow_disk_us = slow_disk_us;
   for (int t = 0; t < trials; ++t) {
     SimOptions o;
     o.seed = first_seed + static_cast<std::uint64_t>(t);
     o.nodes = nodes;
-    std::snprintf(g_repro, sizeof g_repro, "sim_runner --failover (seed %llu, %d nodes)",
-                  static_cast<unsigned long long>(o.seed), nodes);
+    std::snprintf(
+        g_repro, sizeof g_repro, "sim_runner --failover (seed %llu, %d nodes, slow disk %lld us)",
+        static_cast<unsigned long long>(o.seed), nodes, static_cast<long long>(slow_disk_us));
     Simulation simulation(o);
-    std::int64_t us = simulation.MeasureFailover(5'000'000);
+    std::int64_t us = simulation.MeasureFailover(5'000'000, slow_disk_us);
     if (us < 0) {
       ++stats.no_leader;
     } else {

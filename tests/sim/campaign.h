@@ -69,10 +69,16 @@ struct FailoverStats {
   int nodes = 0;
   std::vector<std::int64_t> samples_us;  // sorted
   int no_leader = 0;                     // trials with no new leader within the limit
+  std::int64_t slow_disk_us = 0;         // > 0: the crash came after a slow-disk fault
   [[nodiscard]] std::int64_t Percentile(double p) const;
   [[nodiscard]] std::string Summary() const;
 };
-// `trials` runs with seeds first_seed.. of a fault-free cluster whose leader crashes once.
-FailoverStats MeasureFailover(int nodes, int trials, std::uint64_t first_seed);
+// The slow-disk fault before a failover measurement: 100 ms per write raises every node's
+// adaptive election timeout to 40+ ticks (4 x the persist latency).
+inline constexpr std::int64_t kFailoverSlowDiskUs = 100'000;
+// `trials` runs with seeds first_seed.. of a fault-free cluster whose leader crashes once (with
+// `slow_disk_us` > 0: about a second after every disk was that much slower per write for 1 s).
+FailoverStats MeasureFailover(int nodes, int trials, std::uint64_t first_seed,
+                              std::int64_t slow_disk_us = 0);
 
 }  // namespace epoch::sim

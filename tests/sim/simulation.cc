@@ -427,14 +427,25 @@ RunResult Simulation::Run() {
   return result;
 }
 
-std::int64_t Simulation::MeasureFailover(std::int64_t limit_us) {
+std::int64_t Simulation::MeasureFailover(std::int64_t limit_us, std::int64_t slow_disk_us) {
   calm_ = true;
   Setup();
+  auto run_until = [this](std::int64_t at) {
+    while (!Violated() && now_ < at) {
+      if (!StepOnce()) return false;
+    }
+    return !Violated();
+  };
   // Let a leader settle, then crash it at a random moment.
-  const std::int64_t crash_at = 1'000'000 + master_.Range(0, 500'000);
-  while (!Violated() && now_ < crash_at) {
-    if (!StepOnce()) return -1;
+  std::int64_t crash_at = 1'000'000 + master_.Range(0, 500'000);
+  if (slow_disk_us > 0) {
+    if (!run_until(1'000'000)) return -1;
+    for (auto& n : nodes_) n->disk.slow_extra_us = slow_disk_us;
+    if (!run_until(2'000'000)) return -1;
+    for (auto& n : nodes_) n->RecoverDisk();
+    crash_at = 2'800'000 + master_.Range(0, 400'000);
   }
+  if (!run_until(crash_at)) return -1;
   int leader = LeaderIndex();
   if (leader < 0 || Violated()) return -1;
   const Term old_term = nodes_[leader]->core()->term();
