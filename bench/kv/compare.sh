@@ -23,6 +23,8 @@
 #   BENCH_SYSTEMS     "epoch etcd" (default), or just one of them
 #   BENCH_CELLS       subset of cell names to run (default: all, see `cells` below)
 #   BENCH_KEEP_DATA   1 keeps the clusters' data dirs (removed by default; logs are always kept)
+#   BENCH_NO_BUILD    1: use $EPOCH_BUILD_DIR/server/epochd and bench/kv/epoch_bench as they are
+#                     (A/B runs of saved binaries)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -59,13 +61,18 @@ command -v etcd >/dev/null || { echo "compare.sh needs etcd (Debian etcd-server)
 
 # ---- build what is missing ----
 mkdir -p "$dir"
-if [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
+if [ "${BENCH_NO_BUILD:-0}" = 1 ]; then
+  [ -x "$build/server/epochd" ] && [ -x "$build/bench/kv/epoch_bench" ] ||
+    { echo "BENCH_NO_BUILD=1 but $build lacks server/epochd or bench/kv/epoch_bench" >&2; exit 2; }
+elif [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$dir/build.log" 2>&1 ||
     { tail -30 "$dir/build.log" >&2; exit 2; }
 fi
-echo "building epochd and epoch_bench in $build (log: $dir/build.log)" >&2
-cmake --build "$build" --target epochd epoch_bench -j2 >>"$dir/build.log" 2>&1 ||
-  { tail -30 "$dir/build.log" >&2; echo "build failed" >&2; exit 2; }
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+  echo "building epochd and epoch_bench in $build (log: $dir/build.log)" >&2
+  cmake --build "$build" --target epochd epoch_bench -j2 >>"$dir/build.log" 2>&1 ||
+    { tail -30 "$dir/build.log" >&2; echo "build failed" >&2; exit 2; }
+fi
 epochd=$build/server/epochd
 bench=$build/bench/kv/epoch_bench
 
