@@ -91,6 +91,21 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     return stats_;
   }
 
+  // The peer is alive: it just identified itself on a connection it opened to us. If we are
+  // waiting out a redial backoff (grown while it was dead or cut off), dial now. Without this a
+  // restarted or healed peer stayed unreachable for up to reconnect_max_ms x 1.5 — in chaos runs
+  // the pre-vote between the two survivors of a leader kill was lost to exactly that.
+  void Nudge() {
+    asio::post(strand_, [self = shared_from_this()] {
+      if (self->closed_ || self->connected_ || !self->waiting_) return;
+      self->attempt_ = 0;
+      self->waiting_ = false;
+      ++self->wait_generation_;  // the pending timer handler, if already queued, does nothing
+      self->timer_.cancel();
+      self->Connect();
+    });
+  }
+
  private:
   void EnqueueOnStrand(std::string frame) {
     const auto& opts = owner_.options_;
@@ -214,10 +229,14 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
         opts.reconnect_min_ms * static_cast<double>(1ULL << std::min(attempt_, 20)));
     ++attempt_;
     double ms = cap * std::uniform_real_distribution<double>(0.5, 1.5)(rng_);
+    waiting_ = true;
     timer_.expires_after(std::chrono::microseconds(static_cast<std::int64_t>(ms * 1000)));
-    timer_.async_wait([self = shared_from_this()](std::error_code ec) {
-      if (!ec) self->Connect();
-    });
+    timer_.async_wait(
+        [self = shared_from_this(), generation = ++wait_generation_](std::error_code ec) {
+          if (ec || generation != self->wait_generation_ || !self->waiting_) return;
+          self->waiting_ = false;
+          self->Connect();
+        });
   }
 
   template <typename F>
@@ -245,6 +264,8 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   std::size_t in_write_ = 0;
   int attempt_ = 0;
   std::uint64_t generation_ = 0;  // bumped by Reset
+  bool waiting_ = false;          // a redial is scheduled on timer_ (Nudge may dial now)
+  std::uint64_t wait_generation_ = 0;
   std::chrono::steady_clock::time_point connected_at_;
   bool connected_ = false;
   bool writing_ = false;
@@ -337,6 +358,7 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       }
       hello_seen_ = true;
       hello_timer_.cancel();
+      owner_.PeerAlive(peer_);
       return true;
     }
     if (owner_.stopped_.load()) return false;
@@ -458,6 +480,17 @@ void PeerTransport::Send(NodeId peer, std::string frame) {
     out = it->second;
   }
   out->Enqueue(std::move(frame));
+}
+
+void PeerTransport::PeerAlive(NodeId peer) {
+  std::shared_ptr<Outbound> out;
+  {
+    std::lock_guard lock(mu_);
+    auto it = outbound_.find(peer);
+    if (it == outbound_.end()) return;
+    out = it->second;
+  }
+  out->Nudge();
 }
 
 PeerLinkStats PeerTransport::Stats(NodeId peer) const {

@@ -168,6 +168,31 @@ TEST_CASE("the sender reconnects after the peer restarts", "[server][transport]"
   CHECK(a.transport->Stats(NodeId(2)).connects >= 2);
 }
 
+TEST_CASE("a peer that connects to us is redialled at once instead of after the backoff",
+          "[server][transport]") {
+  std::uint16_t port;
+  {
+    TestNode probe(NodeId(2));
+    port = probe.transport->port();
+  }
+  // Backoff of 30-90 s after the first failed dial: only the nudge can bring the link up in time.
+  TestNode a(NodeId(1), 7, 0, [](PeerTransportOptions& o) {
+    o.reconnect_min_ms = 60000;
+    o.reconnect_max_ms = 60000;
+  });
+  a.transport->SetPeer(NodeId(2), {"127.0.0.1", port});
+  REQUIRE(a.inbox.WaitUnreachable());  // the dial was refused; a is now backing off
+  a.transport->Send(NodeId(2), "queued while backing off");
+
+  TestNode b(NodeId(2), 7, port);
+  b.transport->SetPeer(NodeId(1), a.Address());
+  b.transport->Send(NodeId(1), "b is back");
+  REQUIRE(a.inbox.WaitFor(1));
+  REQUIRE(b.inbox.WaitFor(1));
+  std::lock_guard lock(b.inbox.mu);
+  CHECK(b.inbox.frames[0].second == "queued while backing off");
+}
+
 TEST_CASE("listening on a taken port fails with a clear message", "[server][transport]") {
   TestNode a(NodeId(1));
   asio::io_context io;

@@ -48,7 +48,10 @@ struct PeerTransportOptions {
   std::uint32_t max_frame_bytes = 64U << 20;
   std::uint64_t max_queue_bytes = 64U << 20;
   std::uint32_t reconnect_min_ms = 10;
-  std::uint32_t reconnect_max_ms = 1000;
+  // Redials of a dead or cut-off peer stay cheap (one refused connect) at this cap, and a healed
+  // link is back within 1.5 x the cap even when the peer does not dial us first (when it does,
+  // we redial at once: see PeerAlive).
+  std::uint32_t reconnect_max_ms = 250;
   // An accepted connection must send its hello within this time, and its first frame must be
   // exactly a hello: a port scanner or a stuck client cannot hold a connection or make us
   // allocate a large frame buffer before it has identified itself.
@@ -97,6 +100,8 @@ class PeerTransport {
   class Inbound;
 
   void Accept();
+  // A peer identified itself on an inbound connection: redial it now if we were backing off.
+  void PeerAlive(NodeId peer);
 
   asio::io_context& io_;
   const PeerTransportOptions options_;
