@@ -166,6 +166,9 @@ Status EpochNode::Impl::OpenStorage() {
       spdlog::warn("node={} wal: {}", config_.name, message);
     }
   };
+  // One WAL request per Ready, whose callback only posts to the Raft strand: run it on the sync
+  // thread rather than waking the WAL's completion thread first.
+  wal_options.inline_callbacks = true;
   wal_options.on_sync = [this](const wal::SyncEvent& e) {
     fsync_latency_.Observe(e.sync_duration);
   };

@@ -49,7 +49,9 @@ Result<std::unique_ptr<Wal>> Wal::Open(FileSystem& fs, std::string dir, Options 
   EPOCH_RETURN_IF_ERROR(wal->Recover());
   wal->prealloc_thread_ = std::thread([w = wal.get()] { w->PreallocLoop(); });
   wal->RequestPrealloc(wal->current_seq_ + 1);
-  wal->completion_thread_ = std::thread([w = wal.get()] { w->CompletionLoop(); });
+  if (!wal->options_.inline_callbacks) {
+    wal->completion_thread_ = std::thread([w = wal.get()] { w->CompletionLoop(); });
+  }
   wal->sync_thread_ = std::thread([w = wal.get()] { w->SyncLoop(); });
   return wal;
 }

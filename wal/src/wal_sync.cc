@@ -73,6 +73,12 @@ std::unique_ptr<Wal::Pending> Wal::RecycledPending() {
 
 void Wal::Complete(std::vector<DurableCallback> callbacks, const Status& status) {
   if (callbacks.empty()) return;
+  if (options_.inline_callbacks) {
+    for (DurableCallback& done : callbacks) {
+      if (done) done(status);
+    }
+    return;
+  }
   std::lock_guard lock(completion_->mu);
   completion_->ready.push_back(Completion::Batch{std::move(callbacks), status});
   completion_->cv.notify_one();

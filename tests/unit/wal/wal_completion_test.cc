@@ -76,9 +76,10 @@ struct Env {
   SimFileSystem fs;
   std::shared_ptr<FaultInjector> faults = std::make_shared<FaultInjector>();
   Env() { fs.SetFaultHook(faults); }
-  std::unique_ptr<Wal> Open() {
+  std::unique_ptr<Wal> Open(bool inline_callbacks = false) {
     Options o;
     o.segment_bytes = 1 << 20;
+    o.inline_callbacks = inline_callbacks;
     o.log = [](LogLevel, std::string_view) {};
     auto wal = Wal::Open(fs, kDir, o);
     INFO(wal.status().ToString());
@@ -88,8 +89,11 @@ struct Env {
 };
 
 TEST_CASE("completion: every callback finds its entry already durable", "[wal][completion]") {
+  // Also with the callbacks run on the sync thread itself (what epochd uses).
+  const bool inline_callbacks = GENERATE(false, true);
+  CAPTURE(inline_callbacks);
   Env env;
-  auto wal = env.Open();
+  auto wal = env.Open(inline_callbacks);
   // A slow disk (real time): an early callback would find the durable image without its entry.
   env.faults->SetDelay(FsOp::kSync, std::chrono::milliseconds(2));
   std::mutex index_mu;

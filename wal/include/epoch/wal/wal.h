@@ -24,7 +24,8 @@
 //     Requests are ordered by the order in which their calls take that mutex.
 //   - Reads (the LogReader methods) reflect every request accepted so far, durable or not. Reads
 //     of entries no longer cached in memory read the segment file outside the mutex.
-//   - DurableCallbacks run on the WAL's completion thread (fed by the sync thread once a batch's
+//   - DurableCallbacks run on the WAL's completion thread (or on the sync thread with
+//     Options::inline_callbacks) (fed by the sync thread once a batch's
 //     fdatasync has returned), one at a time, in submission order, while the sync thread already
 //     writes the next batch. They must be short (post to the caller's own executor); they may call
 //     any Wal method except Close() and the destructor.
@@ -80,6 +81,11 @@ struct Options {
   std::function<void(LogLevel, std::string_view)> log;
   // Called on the sync thread after each fdatasync, before the callbacks.
   std::function<void(const SyncEvent&)> on_sync;
+  // Run DurableCallbacks on the sync thread itself, right after the fdatasync, instead of on the
+  // completion thread. For a caller that submits few requests per sync and whose callbacks only
+  // post to its own executor (the Raft driver: one request per Ready), the completion thread is
+  // one more thread wake per sync for nothing.
+  bool inline_callbacks = false;
 };
 
 struct WalStats {
