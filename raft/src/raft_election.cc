@@ -165,13 +165,8 @@ void Raft::BackOffElectionTimeout() {
 
 std::int64_t Raft::LatencyTargetBase() const {
   const std::int64_t gap = leader_gap_ticks_.Get(now_);
-  // A sync still in flight is a lower bound of the current persist latency: a disk that stays
-  // slow keeps the base raised between completed writes, however long each write takes.
-  const std::int64_t in_flight = outstanding_.has_value() && outstanding_->must_sync
-                                     ? now_ - outstanding_->handed_out_tick
-                                     : 0;
-  const std::int64_t persist = std::max(persist_latency_ticks_.Get(now_), in_flight);
-  const std::int64_t latency = std::max(round_trip_ticks_.Get(now_), persist);
+  const std::int64_t latency =
+      std::max(round_trip_ticks_.Get(now_), persist_latency_ticks_.Get(now_));
   const std::int64_t target = std::max({config_.election_timeout_min_ticks, 2 * gap, 4 * latency});
   return std::min(target, config_.max_election_timeout_ticks);
 }

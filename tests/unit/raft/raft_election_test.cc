@@ -281,9 +281,9 @@ TEST_CASE(
     "adaptive timeout: a sustained slow disk keeps the base raised, and it is back at the floor "
     "two windows after the disk is fast again",
     "[raft][adaptive]") {
-  // 6 ticks per write: samples every 6 ticks. 30 ticks per write: longer than a window, so only
-  // the age of the write in flight keeps the base raised between two completed writes.
-  for (std::int64_t slow : {6, 30}) {
+  // 6 ticks per write: a sample every 6 ticks. 15 ticks per write: longer than the floor, and the
+  // samples are 15 ticks apart, still within the 1-2 windows (20-40 ticks) a sample is kept.
+  for (std::int64_t slow : {6, 15}) {
     CAPTURE(slow);
     TestCluster c(3);
     c.BootAndElect(1);
