@@ -214,7 +214,7 @@ Status EpochNode::Impl::Bootstrap() {
 void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
   raftpb::Frame parsed;
   if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
-    spdlog::warn("node={} dropping an unparsable peer frame from {:x}", config_.name, from);
+    spdlog::warn("node={} dropping a peer frame from {:x}: unparsable", config_.name, from);
     return;
   }
   switch (parsed.body_case()) {
