@@ -184,6 +184,13 @@ void TestCluster::Kill(int i) {
   n.paused = false;
 }
 
+void TestCluster::SendKill(int i) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  if (!n.process.Running()) return;
+  n.process.Signal(SIGCONT);  // a paused process dies at once too
+  n.process.Signal(SIGKILL);
+}
+
 Status TestCluster::Stop(int i, std::chrono::milliseconds timeout) {
   Node& n = nodes_.at(static_cast<std::size_t>(i));
   n.started = false;

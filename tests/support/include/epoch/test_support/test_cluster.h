@@ -88,6 +88,9 @@ class TestCluster {
   [[nodiscard]] Status StartNode(int i);
   // SIGKILL and reap.
   void Kill(int i);
+  // SIGKILL only: returns at once, while the kernel may still be tearing the process down (that
+  // can take a second on a loaded machine). Kill(i) afterwards reaps it.
+  void SendKill(int i);
   // SIGTERM and wait for a clean exit; SIGKILL and an error if it takes longer than `timeout`
   // or the exit status is not 0.
   [[nodiscard]] Status Stop(int i, std::chrono::milliseconds timeout = std::chrono::seconds(10));
