@@ -199,6 +199,8 @@ class Raft {
   // leader's heartbeat just before it restarted, so boot counts as contact.
   std::int64_t ticks_since_leader_contact_ = 0;
   std::int64_t last_leader_message_tick_ = -1;
+  NodeId last_leader_from_;  // sender and term of that message: gaps are measured per leader term
+  Term last_leader_term_;
   std::int64_t randomized_election_timeout_ = 0;  // in [timeout_base_, timeout_base_ + jitter)
   // Adaptive base T. Invariant: floor <= timeout_base_ <= max_election_timeout_ticks.
   std::int64_t timeout_base_;

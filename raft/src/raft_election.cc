@@ -134,12 +134,18 @@ bool Raft::HasUnappliedConfChanges() const {
 
 void Raft::HeardFromLeader(NodeId leader) {
   if (leader_ == kNoNode) leader_ = leader;
-  if (last_leader_message_tick_ >= 0) {
+  // A gap is latency only between two messages of the same leader in the same term. One that
+  // spans a change of leader (the old one died, was paused or cut off, and an election ran) is
+  // the outage the election handled; counting it raised a survivor's timeout right after a
+  // failover and slowed the next one (chaos: a kill 330 ms after a pause-leader failover took
+  // 592 ms). A gap as long as the timeout is an outage too, whoever sends next.
+  if (last_leader_message_tick_ >= 0 && last_leader_from_ == leader && last_leader_term_ == term_) {
     const std::int64_t gap = now_ - last_leader_message_tick_;
-    // A gap as long as the timeout is an outage (handled by elections), not latency.
     if (gap < timeout_base_) leader_gap_ticks_.Observe(gap, now_);
   }
   last_leader_message_tick_ = now_;
+  last_leader_from_ = leader;
+  last_leader_term_ = term_;
   ticks_since_leader_contact_ = 0;
   election_elapsed_ = 0;
   campaigned_without_leader_ = false;

@@ -358,6 +358,53 @@ TEST_CASE(
   CHECK(ticks <= 2 * window + 1);
 }
 
+TEST_CASE("adaptive timeout: the silence across a change of leader is not a latency sample",
+          "[raft][adaptive]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  Node& follower = c.node(3);
+  // A real heartbeat from leader 1 to node 3, replayed by hand from here on.
+  c.Tick(1, static_cast<int>(c.at(1).config.heartbeat_ticks));
+  c.Process(1);
+  std::optional<Message> heartbeat;
+  for (const Message& m : c.queue()) {
+    if (m.type == MessageType::kHeartbeat && m.to == Id(3)) heartbeat = m;
+  }
+  c.queue().clear();
+  REQUIRE(heartbeat.has_value());
+  auto deliver = [&](Message m) {
+    follower.Step(m);
+    c.Process(3);
+    c.queue().clear();
+  };
+  // Leader 1's heartbeats arrive every 8 ticks (below the floor of 10): the base becomes 16.
+  for (int t = 0; t < 80; ++t) {
+    follower.Tick();
+    if (t % 8 == 7) {
+      ++heartbeat->round;
+      deliver(*heartbeat);
+    }
+    c.Process(3);
+    c.queue().clear();
+  }
+  REQUIRE(follower.leader() == Id(1));
+  REQUIRE(follower.election_timeout_base_ticks() == 16);
+  // Leader 1 falls silent; 14 ticks later (under the base) node 2 announces itself leader of the
+  // next term. The 14 ticks were an election, not a slow leader: the base must not rise.
+  for (int t = 0; t < 14; ++t) {
+    follower.Tick();
+    c.Process(3);
+    c.queue().clear();
+  }
+  Message from_two = *heartbeat;
+  from_two.from = Id(2);
+  from_two.term = heartbeat->term.Next();
+  from_two.round = 1;
+  deliver(from_two);
+  CHECK(follower.leader() == Id(2));
+  CHECK(follower.election_timeout_base_ticks() == 16);
+}
+
 TEST_CASE("adaptive timeout: a high heartbeat round trip raises the leader's base",
           "[raft][adaptive]") {
   TestCluster c(3);
