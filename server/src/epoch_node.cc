@@ -265,8 +265,8 @@ Status EpochNode::Impl::StartNetwork() {
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   driver_ = std::make_unique<RaftDriver>(raft_io_, dopts, *log_, *state_machine_, *sender_);
   PeerForwarder::Hooks forward_hooks;
-  forward_hooks.send = [this](NodeId peer, std::string frame) {
-    transport_->Send(peer, std::move(frame));
+  forward_hooks.send = [this](NodeId peer, std::string frame, std::function<void()> not_sent) {
+    transport_->Send(peer, std::move(frame), std::move(not_sent));
   };
   forward_hooks.connected = [this](NodeId peer) { return transport_->Stats(peer).connected; };
   forward_hooks.propose = [this](v1::InternalRequest request, PeerForwarder::Callback done) {

@@ -150,7 +150,25 @@ void PeerForwarder::Forward(NodeId leader, const v1::InternalRequest& request,
     shared_->pending.emplace(id, Pending{leader, deadline, std::move(done)});
     shared_->ArmLocked();
   }
-  hooks_.send(leader, EncodeRequest(id, request));
+  hooks_.send(leader, EncodeRequest(id, request), [weak = std::weak_ptr<Shared>(shared_), id] {
+    // Runs on the transport's strand (or inside send); the forwarder may be gone.
+    if (auto shared = weak.lock()) NotSent(*shared, id);
+  });
+}
+
+void PeerForwarder::NotSent(std::uint64_t id) { NotSent(*shared_, id); }
+
+void PeerForwarder::NotSent(Shared& shared, std::uint64_t id) {
+  Callback done;
+  {
+    std::lock_guard lock(shared.mu);
+    auto it = shared.pending.find(id);
+    if (it == shared.pending.end()) return;
+    done = std::move(it->second.done);
+    shared.pending.erase(it);
+  }
+  // Never reached the socket: certainly not applied, so the caller may retry at the next leader.
+  done(Status::Unavailable(kLeaderUnreachable), {});
 }
 
 void PeerForwarder::HandleResponse(NodeId from, const raftpb::ForwardResponse& response) {
@@ -189,12 +207,13 @@ void PeerForwarder::Serve(NodeId from, const raftpb::ForwardRequest& request) {
                  from);
     hooks_.send(from,
                 EncodeResponse(request.id(),
-                               Status::InvalidArgument("epoch: malformed forwarded request"), {}));
+                               Status::InvalidArgument("epoch: malformed forwarded request"), {}),
+                {});
     return;
   }
   hooks_.propose(std::move(parsed), [send = hooks_.send, from, id = request.id()](
                                         const Status& s, const v1::InternalResponse& r) {
-    send(from, EncodeResponse(id, s, r));
+    send(from, EncodeResponse(id, s, r), {});
   });
 }
 

@@ -5,9 +5,10 @@
 // Follower side — Forward(): the write is sent only while the link to the leader is connected;
 // otherwise it fails at once with kLeaderUnreachable (NOT sent, so the caller may wait for a
 // leader and try again without risking a double apply). Once sent, the write waits for the
-// leader's ForwardResponse. If the link to the leader breaks first (PeerLost) or the deadline
-// passes, the outcome is unknown and the caller gets etcd's "request timed out, possibly due to
-// connection lost" / "request timed out", never a retry.
+// leader's ForwardResponse. If the frame is dropped before it reached the socket (the link failed
+// while it was still queued), it was not sent: kLeaderUnreachable again. If the link breaks after
+// the frame went out (PeerLost) or the deadline passes, the outcome is unknown and the caller gets
+// etcd's "request timed out, possibly due to connection lost" / "request timed out".
 //
 // Leader side — Serve(): the request is proposed as if a local client had sent it; the answer
 // (any Status, including "etcdserver: not leader" when this node no longer leads) goes back in a
@@ -39,8 +40,9 @@ class PeerForwarder {
  public:
   using Callback = std::function<void(const Status&, const v1::InternalResponse&)>;
   struct Hooks {
-    // Queues a frame for a peer (PeerTransport::Send).
-    std::function<void(NodeId, std::string)> send;
+    // Queues a frame for a peer (PeerTransport::Send); the third argument, if set, is called if
+    // the frame is dropped before it reached the socket.
+    std::function<void(NodeId, std::string, std::function<void()>)> send;
     // Whether the outbound link to a peer is connected right now.
     std::function<bool(NodeId)> connected;
     // Leader side: propose a request locally (RaftDriver::Propose), or refuse it.
@@ -62,6 +64,8 @@ class PeerForwarder {
   void HandleResponse(NodeId from, const raftpb::ForwardResponse& response);
   // The link to `peer` broke: writes sent to it have an unknown outcome.
   void PeerLost(NodeId peer);
+  // The frame of write `id` never reached the socket.
+  void NotSent(std::uint64_t id);
 
   // Whether a request of this kind travels this way (KV writes and compaction; lease grants and
   // revokes go through the leader's lease manager, see LeaseForwarder).
@@ -85,6 +89,7 @@ class PeerForwarder {
     Callback done;
   };
   struct Shared;
+  static void NotSent(Shared& shared, std::uint64_t id);
 
   Hooks hooks_;
   std::shared_ptr<Shared> shared_;

@@ -1,9 +1,11 @@
 #include "epoch/server/peer_transport.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <deque>
 #include <utility>
 #include <vector>
@@ -71,9 +73,10 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     asio::post(strand_, [self = shared_from_this()] { self->Connect(); });
   }
 
-  void Enqueue(std::string frame) {
-    asio::post(strand_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
-      self->EnqueueOnStrand(std::move(frame));
+  void Enqueue(std::string frame, NotSentHandler not_sent) {
+    asio::post(strand_, [self = shared_from_this(), frame = std::move(frame),
+                         not_sent = std::move(not_sent)]() mutable {
+      self->EnqueueOnStrand(std::move(frame), std::move(not_sent));
     });
   }
 
@@ -107,14 +110,15 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   }
 
  private:
-  void EnqueueOnStrand(std::string frame) {
+  void EnqueueOnStrand(std::string frame, NotSentHandler not_sent) {
     const auto& opts = owner_.options_;
     if (closed_ || queued_bytes_ + frame.size() > opts.max_queue_bytes) {
       Count([](PeerLinkStats& s) { ++s.frames_dropped; });
+      if (not_sent) not_sent();
       return;
     }
     queued_bytes_ += frame.size();
-    queue_.push_back({Framed(frame), frame.size()});
+    queue_.push_back({Framed(frame), frame.size(), std::move(not_sent)});
     MaybeWrite();
   }
 
@@ -138,7 +142,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     socket_.set_option(tcp::no_delay(true), ignored);
     connected_ = true;
     connected_at_ = std::chrono::steady_clock::now();
-    queue_.push_front({Hello(owner_.options_.cluster_id, owner_.options_.self), 0});
+    queue_.push_front({Hello(owner_.options_.cluster_id, owner_.options_.self), 0, {}});
     Count([](PeerLinkStats& s) {
       ++s.connects;
       s.connected = true;
@@ -164,6 +168,10 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
 
   void MaybeWrite() {
     if (!connected_ || writing_ || queue_.empty()) return;
+    // The peer never writes on this connection: readable means closed. Check before writing, so
+    // frames queued after the peer died (its FIN already here, the close-watch not yet run) are
+    // reported as not sent instead of going into a dead socket as "maybe delivered".
+    if (PeerClosed()) return Fail("idle", asio::error::eof);
     writing_ = true;
     in_write_ = std::min(queue_.size(), kMaxGatherFrames);
     buffers_.clear();
@@ -174,9 +182,15 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
         [self = shared_from_this()](std::error_code ec, std::size_t) { self->OnWritten(ec); });
   }
 
+  bool PeerClosed() {
+    char byte = 0;
+    const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
   void OnWritten(std::error_code ec) {
+    if (ec) return Fail("write", ec);  // with writing_ still set: those frames may have gone out
     writing_ = false;
-    if (ec) return Fail("write", ec);
     std::uint64_t sent = 0;
     for (std::size_t i = 0; i < in_write_; ++i) {
       queued_bytes_ -= queue_.front().payload_bytes;
@@ -210,9 +224,15 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   }
 
   // Drops the connection and everything queued: Raft retransmits what matters, and stale
-  // heartbeats delivered in a burst after a reconnect would only mislead the receiver.
+  // heartbeats delivered in a burst after a reconnect would only mislead the receiver. Frames no
+  // byte of which reached the socket are reported as not sent; those of a write in progress (the
+  // first in_write_ while writing_) may have reached the peer.
   void Reset() {
     ++generation_;  // a close-watch of the old socket must not fail the next one
+    const std::size_t maybe_sent = writing_ ? in_write_ : 0;
+    for (std::size_t i = maybe_sent; i < queue_.size(); ++i) {
+      if (queue_[i].not_sent) queue_[i].not_sent();
+    }
     std::error_code ignored;
     socket_.close(ignored);
     connected_ = false;
@@ -257,6 +277,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   struct Queued {
     std::string bytes;          // length prefix + payload
     std::size_t payload_bytes;  // counted in queued_bytes_ (0 for the hello)
+    NotSentHandler not_sent;    // may be empty
   };
   std::deque<Queued> queue_;  // the first in_write_ are being written while writing_
   std::vector<asio::const_buffer> buffers_;
@@ -465,21 +486,25 @@ void PeerTransport::RemovePeer(NodeId peer) {
   outbound_.erase(it);
 }
 
-void PeerTransport::Send(NodeId peer, std::string frame) {
+void PeerTransport::Send(NodeId peer, std::string frame, NotSentHandler not_sent) {
   if (frame.size() > options_.max_frame_bytes) {
     spdlog::error(
         "transport: node={:x} not sending a {}-byte frame to peer={:x}: over the {}-byte limit",
         options_.self, frame.size(), peer, options_.max_frame_bytes);
+    if (not_sent) not_sent();
     return;
   }
   std::shared_ptr<Outbound> out;
   {
     std::lock_guard lock(mu_);
     auto it = outbound_.find(peer);
-    if (it == outbound_.end()) return;
-    out = it->second;
+    if (it != outbound_.end()) out = it->second;
   }
-  out->Enqueue(std::move(frame));
+  if (!out) {
+    if (not_sent) not_sent();
+    return;
+  }
+  out->Enqueue(std::move(frame), std::move(not_sent));
 }
 
 void PeerTransport::PeerAlive(NodeId peer) {

@@ -24,6 +24,7 @@ const NodeId kLeader{2};
 struct Sent {
   NodeId to;
   std::string frame;
+  std::function<void()> not_sent;
 };
 
 struct Outcome {
@@ -40,7 +41,9 @@ struct FakeLink {
 
   PeerForwarder::Hooks Hooks() {
     PeerForwarder::Hooks h;
-    h.send = [this](NodeId to, std::string frame) { sent.push_back({to, std::move(frame)}); };
+    h.send = [this](NodeId to, std::string frame, std::function<void()> not_sent) {
+      sent.push_back({to, std::move(frame), std::move(not_sent)});
+    };
     h.connected = [this](NodeId) { return connected; };
     h.propose = [this](v1::InternalRequest r, PeerForwarder::Callback done) {
       proposed.emplace_back(std::move(r), std::move(done));
@@ -175,6 +178,25 @@ TEST_CASE("peer forward: a lost link or a passed deadline is an unknown outcome"
                    Into(&after_stop));
   REQUIRE(after_stop.has_value());
   CHECK(after_stop->status.message() == etcd_errors::kStopped.message);
+}
+
+TEST_CASE("peer forward: a frame dropped before it reached the socket was not sent", "[forward]") {
+  asio::thread_pool pool(1);
+  FakeLink link;
+  PeerForwarder follower(pool.get_executor(), link.Hooks());
+  std::optional<Outcome> got;
+  follower.Forward(kLeader, PutRequest("k"), Clock::now() + std::chrono::seconds(10), Into(&got));
+  REQUIRE(link.sent.size() == 1);
+  REQUIRE(link.sent[0].not_sent);
+  // The link failed while the frame was still queued (the transport reports it before it
+  // reports the peer lost): the write never left, so it may go to the next leader.
+  link.sent[0].not_sent();
+  REQUIRE(got.has_value());
+  CHECK(got->status.message() == kLeaderUnreachable);
+  CHECK(follower.pending() == 0);
+  got.reset();
+  follower.PeerLost(kLeader);
+  CHECK_FALSE(got.has_value());
 }
 
 TEST_CASE("peer forward: the leader refuses malformed and unforwardable requests", "[forward]") {

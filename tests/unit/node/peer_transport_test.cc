@@ -3,6 +3,7 @@
 #include "epoch/server/peer_transport.h"
 
 #include <array>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -191,6 +192,30 @@ TEST_CASE("a peer that connects to us is redialled at once instead of after the 
   REQUIRE(b.inbox.WaitFor(1));
   std::lock_guard lock(b.inbox.mu);
   CHECK(b.inbox.frames[0].second == "queued while backing off");
+}
+
+TEST_CASE("a frame that never reached the socket is reported as not sent", "[server][transport]") {
+  std::uint16_t port;
+  {
+    TestNode probe(NodeId(2));
+    port = probe.transport->port();
+  }
+  TestNode a(NodeId(1), 7, 0, [](PeerTransportOptions& o) {
+    o.reconnect_min_ms = 20;
+    o.reconnect_max_ms = 50;
+  });
+  std::atomic<int> not_sent{0};
+  // Unknown peer: dropped at once.
+  a.transport->Send(NodeId(9), "nobody", [&] { ++not_sent; });
+  CHECK(not_sent == 1);
+  // Queued for a peer whose dial is then refused: dropped with the failed connection.
+  a.transport->SetPeer(NodeId(2), {"127.0.0.1", port});
+  a.transport->Send(NodeId(2), "queued", [&] { ++not_sent; });
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (not_sent < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(not_sent == 2);
 }
 
 TEST_CASE("listening on a taken port fails with a clear message", "[server][transport]") {

@@ -72,6 +72,9 @@ class PeerTransport {
  public:
   using FrameHandler = std::function<void(NodeId from, std::string frame)>;
   using UnreachableHandler = std::function<void(NodeId peer)>;
+  // Called (on the transport's threads, or inside Send) when a frame is dropped before any byte
+  // of it reached the socket: the peer certainly never got it.
+  using NotSentHandler = std::function<void()>;
 
   PeerTransport(asio::io_context& io, PeerTransportOptions options, FrameHandler on_frame,
                 UnreachableHandler on_unreachable);
@@ -91,7 +94,9 @@ class PeerTransport {
   void SetPeer(NodeId peer, PeerAddress address);
   void RemovePeer(NodeId peer);
   // Queues a frame for `peer`; never blocks. Unknown peers and oversized frames are dropped.
-  void Send(NodeId peer, std::string frame);
+  // `not_sent`, if given, is called if the frame is dropped before it reached the socket (unknown
+  // peer, oversized, queue full, or the connection failed while it was still queued).
+  void Send(NodeId peer, std::string frame, NotSentHandler not_sent = {});
 
   [[nodiscard]] PeerLinkStats Stats(NodeId peer) const;
 
