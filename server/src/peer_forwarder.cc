@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <vector>
 
 #include "epoch/server/etcd_errors.h"
@@ -70,6 +71,17 @@ struct PeerForwarder::Shared : std::enable_shared_from_this<Shared> {
       ArmLocked();
     }
     for (Callback& done : expired) done(etcd_errors::kTimeout.ToStatus(), {});
+  }
+
+  // The callback of pending write `id` (removed), or an empty one if it is no longer pending or
+  // was sent to another node than `from` (when given).
+  Callback Take(std::uint64_t id, std::optional<NodeId> from = std::nullopt) {
+    std::lock_guard lock(mu);
+    auto it = pending.find(id);
+    if (it == pending.end() || (from && it->second.leader != *from)) return {};
+    Callback done = std::move(it->second.done);
+    pending.erase(it);
+    return done;
   }
 
   std::vector<Callback> TakeLocked(NodeId leader) {
@@ -152,36 +164,19 @@ void PeerForwarder::Forward(NodeId leader, const v1::InternalRequest& request,
   }
   hooks_.send(leader, EncodeRequest(id, request), [weak = std::weak_ptr<Shared>(shared_), id] {
     // Runs on the transport's strand (or inside send); the forwarder may be gone.
-    if (auto shared = weak.lock()) NotSent(*shared, id);
+    // Never reached the socket: certainly not applied, so the caller may retry at the next
+    // leader.
+    if (auto shared = weak.lock()) {
+      if (Callback unsent = shared->Take(id)) unsent(Status::Unavailable(kLeaderUnreachable), {});
+    }
   });
 }
 
-void PeerForwarder::NotSent(std::uint64_t id) { NotSent(*shared_, id); }
-
-void PeerForwarder::NotSent(Shared& shared, std::uint64_t id) {
-  Callback done;
-  {
-    std::lock_guard lock(shared.mu);
-    auto it = shared.pending.find(id);
-    if (it == shared.pending.end()) return;
-    done = std::move(it->second.done);
-    shared.pending.erase(it);
-  }
-  // Never reached the socket: certainly not applied, so the caller may retry at the next leader.
-  done(Status::Unavailable(kLeaderUnreachable), {});
-}
-
 void PeerForwarder::HandleResponse(NodeId from, const raftpb::ForwardResponse& response) {
-  Callback done;
-  {
-    std::lock_guard lock(shared_->mu);
-    auto it = shared_->pending.find(response.id());
-    // Unknown: already timed out or failed by PeerLost. An answer from a node we did not ask is
-    // ignored (ids are per follower process, so it can only be a bug or a stale connection).
-    if (it == shared_->pending.end() || it->second.leader != from) return;
-    done = std::move(it->second.done);
-    shared_->pending.erase(it);
-  }
+  // Nothing pending: already timed out or failed by PeerLost. An answer from a node we did not
+  // ask is ignored (ids are per follower process, so it can only be a bug or a stale connection).
+  Callback done = shared_->Take(response.id(), from);
+  if (!done) return;
   Status status = StatusFromWire(response.code(), response.message());
   v1::InternalResponse out;
   if (status.ok() && !out.ParseFromString(response.response())) {

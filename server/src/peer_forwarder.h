@@ -64,8 +64,6 @@ class PeerForwarder {
   void HandleResponse(NodeId from, const raftpb::ForwardResponse& response);
   // The link to `peer` broke: writes sent to it have an unknown outcome.
   void PeerLost(NodeId peer);
-  // The frame of write `id` never reached the socket.
-  void NotSent(std::uint64_t id);
 
   // Whether a request of this kind travels this way (KV writes and compaction; lease grants and
   // revokes go through the leader's lease manager, see LeaseForwarder).
@@ -89,7 +87,6 @@ class PeerForwarder {
     Callback done;
   };
   struct Shared;
-  static void NotSent(Shared& shared, std::uint64_t id);
 
   Hooks hooks_;
   std::shared_ptr<Shared> shared_;

@@ -76,6 +76,13 @@ struct TestNode {
   PeerAddress Address() const { return {"127.0.0.1", transport->port()}; }
 };
 
+// A loopback port a transport listened on a moment ago and nobody listens on now: dials to it are
+// refused.
+std::uint16_t ClosedPort() {
+  TestNode probe(NodeId(2));
+  return probe.transport->port();
+}
+
 TEST_CASE("frames arrive in order with the sender's id", "[server][transport]") {
   TestNode a(NodeId(1)), b(NodeId(2));
   a.transport->SetPeer(NodeId(2), b.Address());
@@ -171,11 +178,7 @@ TEST_CASE("the sender reconnects after the peer restarts", "[server][transport]"
 
 TEST_CASE("a peer that connects to us is redialled at once instead of after the backoff",
           "[server][transport]") {
-  std::uint16_t port;
-  {
-    TestNode probe(NodeId(2));
-    port = probe.transport->port();
-  }
+  const std::uint16_t port = ClosedPort();
   // Backoff of 30-90 s after the first failed dial: only the nudge can bring the link up in time.
   TestNode a(NodeId(1), 7, 0, [](PeerTransportOptions& o) {
     o.reconnect_min_ms = 60000;
@@ -195,11 +198,7 @@ TEST_CASE("a peer that connects to us is redialled at once instead of after the 
 }
 
 TEST_CASE("a frame that never reached the socket is reported as not sent", "[server][transport]") {
-  std::uint16_t port;
-  {
-    TestNode probe(NodeId(2));
-    port = probe.transport->port();
-  }
+  const std::uint16_t port = ClosedPort();
   TestNode a(NodeId(1), 7, 0, [](PeerTransportOptions& o) {
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 50;
