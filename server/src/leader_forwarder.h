@@ -1,5 +1,6 @@
-// LeaderForwarder: sends a client write that reached a follower on to the leader's client
-// endpoint, as the etcd v3 call it came from, and hands back the leader's answer.
+// LeaderForwarder: sends a lease grant or revoke that reached a follower on to the leader's client
+// endpoint, as the etcd v3 call it came from, and hands back the leader's answer. (KV writes go
+// over the peer link instead: PeerForwarder.)
 //
 // The forwarded call carries the metadata "epoch-forwarded: 1"; a node that receives a forwarded
 // write and is not the leader answers "not leader" instead of forwarding again, so a message
@@ -37,19 +38,14 @@ class LeaderForwarder {
  public:
   using Callback = std::function<void(const Status&, const v1::InternalResponse&)>;
 
-  explicit LeaderForwarder(const NodeConfig& config) : config_(config), leases_(config) {}
+  explicit LeaderForwarder(const NodeConfig& config) : leases_(config) {}
 
-  // `done` runs on a gRPC client thread. Requests of a kind that cannot be forwarded fail with
-  // Unavailable "etcdserver: not leader". Lease grants and revokes go through LeaseForwarder.
+  // `done` runs on a gRPC client thread. Lease grants and revokes go through LeaseForwarder;
+  // requests of any other kind fail with "etcdserver: not leader".
   void Forward(NodeId leader, const v1::InternalRequest& request,
                std::chrono::system_clock::time_point deadline, Callback done);
 
  private:
-  etcdserverpb::KV::Stub* StubFor(NodeId leader, const std::shared_ptr<grpc::Channel>& channel);
-
-  const NodeConfig& config_;
-  std::mutex mu_;
-  std::map<NodeId, std::unique_ptr<etcdserverpb::KV::Stub>> stubs_;  // guarded by mu_
   LeaseForwarder leases_;
 };
 
