@@ -41,6 +41,13 @@ Status ValidateTiming(const Config& c) {
         "election_jitter_ticks ({}) must be at least 1: without randomization, split votes repeat",
         c.election_jitter_ticks));
   }
+  if (c.election_tie_window_ticks < 0 ||
+      c.election_tie_window_ticks >= c.election_timeout_min_ticks) {
+    return Invalid(fmt::format(
+        "election_tie_window_ticks ({}) must be in [0, election_timeout_min_ticks ({})): a tie "
+        "between pre-candidates is broken within one round trip, far below the floor",
+        c.election_tie_window_ticks, c.election_timeout_min_ticks));
+  }
   if (c.max_election_timeout_ticks < c.election_timeout_min_ticks) {
     return Invalid(fmt::format(
         "max_election_timeout_ticks ({}) must be at least election_timeout_min_ticks ({}): the "

@@ -80,6 +80,7 @@ void Raft::BecomePreCandidate() {
   // A pre-candidate keeps its term and vote (dissertation §9.6): it only asks.
   ResetRoleState(term_);
   role_ = Role::kPreCandidate;
+  pre_campaign_tick_ = now_;
   Log(LogLevel::kInfo, "became pre-candidate at term {}", term_);
 }
 
@@ -277,6 +278,7 @@ void Raft::TickElection() {
   stable_leadership_ticks_ = leader_live ? stable_leadership_ticks_ + 1 : 0;
   MaybeAdaptElectionTimeout();
   if (!Promotable() || election_elapsed_ < randomized_election_timeout_) return;
+  if (DeferCampaignAfterGrant()) return;  // checked again next tick
   election_elapsed_ = 0;
   // The previous election we took part in produced no leader: back off (split votes).
   if (campaigned_without_leader_) BackOffElectionTimeout();

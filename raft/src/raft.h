@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -124,9 +125,13 @@ class Raft {
   // raft_election.cc
   void StartCampaign(bool transfer);
   void CampaignRound(MessageType type, bool transfer);
+  void SendVoteRequest(MessageType type, NodeId to, Term vote_term, bool transfer);
+  void AskAgain(NodeId voter);
   void HandleVoteRequest(const Message& m);
   StepResult HandleVoteResponse(const Message& m);
   [[nodiscard]] bool ShouldWithholdVote(const Message& m) const;
+  [[nodiscard]] bool LosesPreVoteTie(const Message& m) const;
+  [[nodiscard]] bool DeferCampaignAfterGrant() const;
   [[nodiscard]] bool Promotable() const;
   [[nodiscard]] bool HasUnappliedConfChanges() const;
   void HeardFromLeader(NodeId leader);
@@ -206,6 +211,10 @@ class Raft {
   std::int64_t timeout_base_;
   std::int64_t stable_leadership_ticks_ = 0;
   bool campaigned_without_leader_ = false;
+  // Split-vote tie-break (raft_election.cc): when our current pre-campaign started, and when we
+  // last granted someone else a pre-vote.
+  std::int64_t pre_campaign_tick_ = 0;
+  std::int64_t pre_vote_granted_tick_ = std::numeric_limits<std::int64_t>::min() / 2;
   WindowedMax leader_gap_ticks_;
   WindowedMax round_trip_ticks_;
   WindowedMax persist_latency_ticks_;

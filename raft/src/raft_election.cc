@@ -46,19 +46,20 @@ void Raft::CampaignRound(MessageType type, bool transfer) {
     }
     return;
   }
-  const LogIndex last_index = log_.LastIndex();
-  const Term last_term = log_.LastTerm();
   for (NodeId voter : conf_.voters) {
-    if (voter == id_) continue;
-    Message m;
-    m.type = type;
-    m.to = voter;
-    m.term = vote_term;
-    m.index = last_index;
-    m.log_term = last_term;
-    m.transfer = transfer;
-    Send(std::move(m));
+    if (voter != id_) SendVoteRequest(type, voter, vote_term, transfer);
   }
+}
+
+void Raft::SendVoteRequest(MessageType type, NodeId to, Term vote_term, bool transfer) {
+  Message m;
+  m.type = type;
+  m.to = to;
+  m.term = vote_term;
+  m.index = log_.LastIndex();
+  m.log_term = log_.LastTerm();
+  m.transfer = transfer;
+  Send(std::move(m));
 }
 
 bool Raft::ShouldWithholdVote(const Message& m) const {
@@ -71,12 +72,50 @@ bool Raft::ShouldWithholdVote(const Message& m) const {
   return ticks_since_leader_contact_ < config_.election_timeout_min_ticks;
 }
 
+// Split votes. Two survivors of a dead leader whose timers fire within a round trip of each other
+// both start pre-campaigns; each grants the other's pre-vote, both become candidates, each votes
+// for itself, and the election produces no leader until another timeout (plus back-off) passes:
+// the slowest failovers the chaos harness measured. Refusing a pre-vote never affects safety, so
+// the tie is broken here: a pre-candidate whose own pre-campaign started within the tie window
+// refuses the pre-vote of a node with a higher id and an equally up-to-date log for the same
+// term (and asks it again for its own pre-vote, see AskAgain). Outside the window it grants as
+// usual, so a pre-candidate stuck without a quorum cannot block a peer that could win.
+bool Raft::LosesPreVoteTie(const Message& m) const {
+  const std::int64_t window = config_.election_tie_window_ticks;
+  return role_ == Role::kPreCandidate && now_ - pre_campaign_tick_ < window &&
+         m.term == term_.Next() && m.index == log_.LastIndex() && m.log_term == log_.LastTerm() &&
+         m.from > id_;
+}
+
+// The other half: a node that has just granted a pre-vote lets that pre-candidate finish (its
+// RequestVote follows within a round trip) instead of starting a competing campaign whose
+// pre-vote the first one, still waiting for its answers, might grant.
+bool Raft::DeferCampaignAfterGrant() const {
+  return role_ == Role::kFollower &&
+         now_ - pre_vote_granted_tick_ < config_.election_tie_window_ticks;
+}
+
+// We refused the pre-vote of a campaigning voter that has not answered our own request: ask it
+// again. Our request most likely reached it while it still withheld votes (withheld requests get
+// no answer, and we would wait a whole timeout for one), and now that it campaigns it answers:
+// it grants a pre-candidate with the lower id or the more up-to-date log, and a candidate's
+// RequestVote moves it to our term.
+void Raft::AskAgain(NodeId voter) {
+  if (votes_.contains(voter) || !IsVoter(conf_, voter)) return;
+  if (role_ == Role::kPreCandidate) {
+    SendVoteRequest(MessageType::kPreVote, voter, term_.Next(), false);
+  } else if (role_ == Role::kCandidate) {
+    SendVoteRequest(MessageType::kRequestVote, voter, term_, false);
+  }
+}
+
 void Raft::HandleVoteRequest(const Message& m) {
   const bool pre = m.type == MessageType::kPreVote;
   // Raft §5.2: at most one vote per term, first come first served. A pre-vote for a later term
-  // promises nothing.
+  // promises nothing (but see LosesPreVoteTie).
   const bool can_vote =
-      vote_ == m.from || (vote_ == kNoNode && leader_ == kNoNode) || (pre && m.term > term_);
+      (vote_ == m.from || (vote_ == kNoNode && leader_ == kNoNode) || (pre && m.term > term_)) &&
+      !(pre && LosesPreVoteTie(m));
   // Raft §5.4.1: only for a candidate whose log is at least as up-to-date as ours.
   const bool log_ok =
       config_.mutations.no_election_restriction || log_.IsUpToDate(m.index, m.log_term);
@@ -85,12 +124,19 @@ void Raft::HandleVoteRequest(const Message& m) {
   resp.to = m.from;
   if (can_vote && log_ok) {
     resp.term = m.term;
-    if (!pre) {
+    if (pre) {
+      pre_vote_granted_tick_ = now_;
+    } else {
       election_elapsed_ = 0;
       vote_ = m.from;
     }
     Log(LogLevel::kDebug, "granted {} to {} at term {}", MessageTypeName(m.type), m.from, m.term);
   } else {
+    if (pre && LosesPreVoteTie(m)) {
+      Log(LogLevel::kInfo, "pre-vote tie with {} at term {}: the lower id campaigns first", m.from,
+          m.term);
+    }
+    if (pre) AskAgain(m.from);
     resp.term = term_;
     resp.reject = true;
   }

@@ -60,6 +60,12 @@ struct Config {
   std::int64_t election_jitter_ticks = 15;
   // Cap for the adaptive base T (backoff after split votes, high RTT or slow persistence).
   std::int64_t max_election_timeout_ticks = 60;
+  // Two pre-candidates that start within this many ticks of each other, with equally up-to-date
+  // logs, are a tie: the lower node id goes first (the other refuses it its pre-vote), and a node
+  // that granted a pre-vote waits this long before campaigning itself. Without it, both win
+  // their pre-votes, split the real vote and wait out another timeout (DESIGN.md "Split
+  // votes"). 0 = off. Must be below the floor.
+  std::int64_t election_tie_window_ticks = 2;
   // ρ: bound on the relative rate difference between any two nodes' tick clocks (0.05 = 5 %).
   double max_clock_drift = 0.05;
   // ε: safety margin subtracted from the lease, in ticks; at least 1 (covers tick quantization:
