@@ -81,18 +81,19 @@ Result<pb::PutResponse> KvApplier::Put(const pb::PutRequest& r) {
   }
   Result<std::optional<mvccpb::KeyValue>> prev = ReadLatest(*ctx_.reader, r.key());
   if (!prev.ok()) return prev.status();
-  const mvccpb::KeyValue* prev_kv = prev->has_value() ? &**prev : nullptr;
+  mvccpb::KeyValue* prev_kv = prev->has_value() ? &**prev : nullptr;
   if ((r.ignore_value() || r.ignore_lease()) && prev_kv == nullptr) {
     return etcd_errors::kKeyNotFound.ToStatus();
   }
+  pb::PutResponse resp;
+  // Copied before the write: WriteTxn::Put moves the previous value into its event.
+  if (r.prev_kv() && prev_kv != nullptr) *resp.mutable_prev_kv() = *prev_kv;
   const std::string& value = r.ignore_value() ? prev_kv->value() : r.value();
   const LeaseId lease(r.ignore_lease() ? prev_kv->lease() : r.lease());
 
-  Result<mvccpb::KeyValue> kv = txn_->Put(r.key(), value, lease, prev_kv);
-  if (!kv.ok()) return kv.status();
-  pb::PutResponse resp;
-  resp.mutable_header()->set_revision(kv->mod_revision());
-  if (r.prev_kv() && prev_kv != nullptr) *resp.mutable_prev_kv() = *prev_kv;
+  Result<std::int64_t> mod_revision = txn_->Put(r.key(), value, lease, prev_kv);
+  if (!mod_revision.ok()) return mod_revision.status();
+  resp.mutable_header()->set_revision(*mod_revision);
   return resp;
 }
 

@@ -278,11 +278,16 @@ void RaftDriver::ApplyCommitted(const std::vector<raft::Entry>& entries) {
   if (entries.empty()) return;
   // After a restart the core hands out entries from the snapshot on; the state machine may have
   // applied some of them already (its applied index is durable with its data).
-  LogIndex applied = state_machine_.AppliedIndex();
-  std::vector<raft::Entry> fresh;
-  for (const raft::Entry& e : entries) {
-    if (e.index > applied) fresh.push_back(e);
+  // Entries are in index order, so the applied ones are a prefix; copied only when there is one
+  // (after a restart), not for every committed entry.
+  const LogIndex applied = state_machine_.AppliedIndex();
+  std::vector<raft::Entry> tail;
+  if (entries.front().index <= applied) {
+    for (const raft::Entry& e : entries) {
+      if (e.index > applied) tail.push_back(e);
+    }
   }
+  const std::vector<raft::Entry>& fresh = entries.front().index <= applied ? tail : entries;
   std::vector<ApplyOutcome> outcomes =
       fresh.empty() ? std::vector<ApplyOutcome>{} : state_machine_.Apply(fresh);
   for (std::size_t i = 0; i < fresh.size(); ++i) {

@@ -45,10 +45,13 @@ Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, s
   return Rocks(batch_->Put(IndexKey(key, pair), ToSlice(std::string_view(&marker, 1))));
 }
 
-Result<mvccpb::KeyValue> WriteTxn::Put(std::string_view key, std::string_view value, LeaseId lease,
-                                       const mvccpb::KeyValue* prev) {
+Result<std::int64_t> WriteTxn::Put(std::string_view key, std::string_view value, LeaseId lease,
+                                   mvccpb::KeyValue* prev) {
   const RevisionPair pair = NextPair();
-  mvccpb::KeyValue kv;
+  // Built in the event itself: the event owns the only copy of the new key-value.
+  mvccpb::Event& ev = events_.emplace_back();
+  ev.set_type(mvccpb::Event::PUT);
+  mvccpb::KeyValue& kv = *ev.mutable_kv();
   kv.set_key(std::string(key));
   kv.set_value(std::string(value));
   kv.set_mod_revision(pair.main);
@@ -65,12 +68,9 @@ Result<mvccpb::KeyValue> WriteTxn::Put(std::string_view key, std::string_view va
   if (!lease.IsZero()) {
     EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(LeaseAttachKey(lease, key), rocksdb::Slice())));
   }
-
-  mvccpb::Event& ev = events_.emplace_back();
-  ev.set_type(mvccpb::Event::PUT);
-  *ev.mutable_kv() = kv;
-  if (prev != nullptr) *ev.mutable_prev_kv() = *prev;
-  return kv;
+  // `value` may point into *prev: it was copied above, so prev can be moved now.
+  if (prev != nullptr) *ev.mutable_prev_kv() = std::move(*prev);
+  return pair.main;
 }
 
 Result<std::vector<mvccpb::KeyValue>> WriteTxn::DeleteRange(const KeyRange& range) {

@@ -37,10 +37,12 @@ class WriteTxn {
   [[nodiscard]] Revision current() const { return changed() ? begin_.Next() : begin_; }
   [[nodiscard]] bool changed() const { return next_sub_ > 0; }
 
-  // Writes key = value attached to `lease` (0: none) and returns the new key-value. `prev` is the
-  // key's current value, if any (the caller has usually read it already).
-  Result<mvccpb::KeyValue> Put(std::string_view key, std::string_view value, LeaseId lease,
-                               const mvccpb::KeyValue* prev);
+  // Writes key = value attached to `lease` (0: none) and returns the new key-value's
+  // mod_revision. `prev` is the key's current value, if any (the caller has usually read it
+  // already); it is moved into the recorded event once `value` has been copied, so `value` may
+  // point into it and the caller must not use *prev afterwards.
+  Result<std::int64_t> Put(std::string_view key, std::string_view value, LeaseId lease,
+                           mvccpb::KeyValue* prev);
   // Deletes every live key in `range`; returns the deleted key-values in key order.
   Result<std::vector<mvccpb::KeyValue>> DeleteRange(const KeyRange& range);
 

@@ -175,6 +175,46 @@ TEST_CASE("replicas applying the same log have the same hashes", "[server][durab
   CHECK(future.status().message() == "etcdserver: mvcc: required revision is a future revision");
 }
 
+// A batch writes only the meta values it changes: a compact revision, cluster time or revision
+// set many batches earlier (or brought by a snapshot image) must still be what a crash restores.
+TEST_CASE("meta values that later batches leave unchanged survive a crash",
+          "[server][durability]") {
+  TempDir dir;
+  KvStoreOptions crash;
+  crash.skip_flush_on_close = true;
+  TestStore s(dir.Sub("live"), crash);
+  s.set_clock_ms(500);
+  for (int i = 1; i <= 10; ++i) s.Apply(LogEntry(i));  // cluster time 1 (LogEntry stamps it)
+  REQUIRE(s.Compact(6).status.ok());                   // index 11
+  s.set_clock_ms(0);
+  for (int i = 12; i <= 20; ++i) s.Apply(LogEntry(i));  // revision moves, compaction does not
+  REQUIRE(s->ApplyEmpty(LogIndex(21)).ok());            // only the applied index moves
+  REQUIRE(s->Flush().ok());
+  const auto hash = *s->StateHash();
+  s.Reopen();
+  CHECK(s->AppliedIndex() == LogIndex(21));
+  CHECK(s->CurrentRevision() == Revision(20));
+  CHECK(s->CompactRevision() == Revision(6));
+  CHECK(s->ClusterTimeMs() == 500);
+  CHECK(*s->StateHash() == hash);
+
+  // A store that took a snapshot image, then applied more batches, reopens with the image's
+  // compact revision and clock and its own applied index.
+  REQUIRE(s->CreateCheckpoint(dir.Sub("image")).ok());
+  TestStore f(dir.Sub("follower"), crash);
+  f.Put("old", "state");
+  REQUIRE(f->ReplaceWithCheckpoint(dir.Sub("image")).ok());
+  v1::InternalRequest next = LogEntry(22);
+  REQUIRE(f->Apply(LogIndex(22), next).ok());
+  REQUIRE(f->Flush().ok());
+  f.Reopen();
+  CHECK(f->AppliedIndex() == LogIndex(22));
+  CHECK(f->CurrentRevision() == Revision(21));
+  CHECK(f->CompactRevision() == Revision(6));
+  CHECK(f->ClusterTimeMs() == 500);
+  CHECK(f.Get("old").kvs_size() == 0);
+}
+
 TEST_CASE("concurrent readers always see a whole applied batch", "[server][durability]") {
   TempDir dir;
   TestStore s(dir.path());
