@@ -23,6 +23,7 @@
 #   BENCH_SYSTEMS     "epoch etcd" (default), or just one of them
 #   BENCH_CELLS       subset of cell names to run (default: all, see `cells` below)
 #   BENCH_KEEP_DATA   1 keeps the clusters' data dirs (removed by default; logs are always kept)
+#   BENCH_PORT_OFFSET added to every port above (0), so two runs can share the machine
 #   BENCH_NO_BUILD    1: use $EPOCH_BUILD_DIR/server/epochd and bench/kv/epoch_bench as they are
 #                     (A/B runs of saved binaries)
 set -euo pipefail
@@ -77,9 +78,11 @@ epochd=$build/server/epochd
 bench=$build/bench/kv/epoch_bench
 
 # ---- clusters ----
-epoch_env=(EPOCHD="$epochd" EPOCH_CLUSTER_DIR="$dir/epoch" EPOCH_BASE_PORT=22379 EPOCH_NODES=3)
-epoch_endpoints=127.0.0.1:22379,127.0.0.1:22389,127.0.0.1:22399
-etcd_endpoints=127.0.0.1:32379,127.0.0.1:32389,127.0.0.1:32399
+off=${BENCH_PORT_OFFSET:-0}
+ep=$((22379 + off)) cp0=$((32379 + off))
+epoch_env=(EPOCHD="$epochd" EPOCH_CLUSTER_DIR="$dir/epoch" EPOCH_BASE_PORT=$ep EPOCH_NODES=3)
+epoch_endpoints=127.0.0.1:$ep,127.0.0.1:$((ep + 10)),127.0.0.1:$((ep + 20))
+etcd_endpoints=127.0.0.1:$cp0,127.0.0.1:$((cp0 + 10)),127.0.0.1:$((cp0 + 20))
 
 start_epoch() { env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" start; }
 wait_exit() {  # pid...: bounded wait, so the next system does not share the CPU with a dying one
@@ -100,9 +103,9 @@ stop_epoch() {
 start_etcd() {
   mkdir -p "$dir/etcd"
   local peers="" i
-  for i in 0 1 2; do peers+="${peers:+,}e$((i + 1))=http://127.0.0.1:$((32380 + 10 * i))"; done
+  for i in 0 1 2; do peers+="${peers:+,}e$((i + 1))=http://127.0.0.1:$((cp0 + 1 + 10 * i))"; done
   for i in 0 1 2; do
-    local cp=$((32379 + 10 * i)) pp=$((32380 + 10 * i))
+    local cp=$((cp0 + 10 * i)) pp=$((cp0 + 1 + 10 * i))
     etcd --name "e$((i + 1))" --data-dir "$dir/etcd/e$((i + 1))" \
       --listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
       --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
