@@ -186,12 +186,31 @@ Result<ApplyResult> Replay(const v1::StoredIdempotency& record, Revision rev) {
   return out;
 }
 
+bool TxnReadsHistory(const pb::TxnRequest& txn) {
+  for (const auto* ops : {&txn.success(), &txn.failure()}) {
+    for (const pb::RequestOp& op : *ops) {
+      if (op.has_request_range() && op.request_range().revision() != 0) return true;
+      if (op.has_request_txn() && TxnReadsHistory(op.request_txn())) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+bool ReadsHistory(const InternalRequest& request) {
+  switch (request.request_case()) {
+    case InternalRequest::kCompaction: return true;
+    case InternalRequest::kTxn: return TxnReadsHistory(request.txn());
+    default: return false;
+  }
+}
 
 Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
                                const InternalRequest& req) {
   EPOCH_RETURN_IF_ERROR(PruneIdempotency(*ctx.reader, ctx.batch, meta->cluster_time_ms,
-                                         ctx.options->idempotency_prune_per_apply, ctx.idempotency_hint));
+                                         ctx.options->idempotency_prune_per_apply,
+                                         ctx.idempotency_hint));
   const bool keyed = !req.idempotency_key().empty();
   if (keyed) {
     Result<std::optional<v1::StoredIdempotency>> seen =

@@ -24,6 +24,12 @@ struct EntryContext {
   IdempotencyExpiryHint* idempotency_hint;
 };
 
+// Whether applying `request` may read the per-key history or the revision records of earlier
+// entries (a compaction, or a txn with a Range at an explicit revision). WriteTxn writes those
+// tables past the pending batch's index, so such an entry must find every earlier entry in the
+// database itself (KvStore::ApplyBatch writes the batch out first).
+[[nodiscard]] bool ReadsHistory(const v1::InternalRequest& request);
+
 // Applies `request` on top of `*meta`, which is updated when the request succeeds (revision,
 // compact revision). The caller has already advanced meta->cluster_time_ms. A request error
 // leaves no trace in the batch (except idempotency bookkeeping) and is returned in

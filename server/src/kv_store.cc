@@ -184,6 +184,12 @@ Result<std::vector<ApplyResult>> KvStore::ApplyBatch(std::span<const ApplyInput>
                                         " at or below applied index " +
                                         std::to_string(meta.applied.value()));
     }
+    if (ReadsHistory(*in.request) && batch.GetWriteBatch()->Count() > 0) {
+      // History is written past the batch's index (WriteTxn): an entry that reads it applies on
+      // a database holding every earlier entry. Each write is a whole applied state.
+      EPOCH_RETURN_IF_ERROR(WriteBatchAndPublish(&batch, meta));
+      batch.Clear();
+    }
     // The cluster clock never runs backwards, whatever the proposing leader's clock says.
     meta.cluster_time_ms = std::max(meta.cluster_time_ms, in.request->cluster_time_ms());
     Result<ApplyResult> r = ApplyEntry(ctx, &meta, *in.request);

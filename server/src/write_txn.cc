@@ -40,9 +40,13 @@ std::string EncodeStoredEvent(mvccpb::Event::EventType type, std::string_view kv
 
 Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, std::string_view key,
                              std::string_view kv_bytes) {
-  EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(RevisionKey(pair), EncodeStoredEvent(type, kv_bytes))));
+  // Past the batch's index, straight into its WriteBatch: these keys are new (one revision each),
+  // so the index would only cost two skip list searches per key. Reads through the pending batch
+  // do not see them; entries that read history start from the database (ReadsHistory).
+  rocksdb::WriteBatch* raw = batch_->GetWriteBatch();
+  EPOCH_RETURN_IF_ERROR(Rocks(raw->Put(RevisionKey(pair), EncodeStoredEvent(type, kv_bytes))));
   const char marker = type == mvccpb::Event::PUT ? kIndexPut : kIndexTombstone;
-  return Rocks(batch_->Put(IndexKey(key, pair), ToSlice(std::string_view(&marker, 1))));
+  return Rocks(raw->Put(IndexKey(key, pair), ToSlice(std::string_view(&marker, 1))));
 }
 
 Result<std::int64_t> WriteTxn::Put(std::string_view key, std::string_view value, LeaseId lease,

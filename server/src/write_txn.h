@@ -2,7 +2,9 @@
 // (begin + 1) and get sub-revisions 0, 1, ... in order (etcd-v3-wire.md §2c item 1); nothing
 // changes the revision unless at least one key is written. Each write updates, in the pending
 // batch: the revision record, the per-key history, the latest table and the lease attachments,
-// and records the event (with prev_kv) for Watch.
+// and records the event (with prev_kv) for Watch. The revision record and the per-key history
+// entry bypass the batch's index: reads through the pending batch see the latest table and the
+// lease attachments of earlier writes, not their history (see ReadsHistory in entry_apply.h).
 //
 // Thread-safety: applier thread only.
 #pragma once
