@@ -26,7 +26,8 @@ CATEGORIES = [
     ("TCP syscalls", r"sendmsg|recvmsg|tcp_|__libc_recv|__libc_send|sock_"),
     ("raft driver, asio", r"RaftDriver|asio::"),
     ("protobuf", r"google::protobuf|_InternalParse|_InternalSerialize"),
-    ("malloc/free", r"malloc|_int_free|cfree|unlink_chunk|operator new|operator delete"),
+    ("malloc/free",
+     r"malloc|_int_free|cfree|unlink_chunk|operator new|operator delete|tcmalloc::|tc_new|tc_delete|tc_free"),
     ("abseil mutex deadlock detection", r"GraphCycles|DeadlockCheck"),
 ]
 COMPILED = [(name, re.compile(rx)) for name, rx in CATEGORIES]
