@@ -443,6 +443,8 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
           s.lease_reads);
   counter("epoch_reads_read_index_total", "Linearizable reads through ReadIndex.",
           s.read_index_reads);
+  counter("epoch_read_index_requests_total",
+          "ReadIndex rounds (the reads that queue together share one).", s.read_index_requests);
   lease_manager_->RenderMetrics(&out);
   wal::WalStats w = wal_->stats();
   counter("epoch_wal_fsyncs_total", "WAL group-commit fdatasyncs.", w.frames);

@@ -177,14 +177,37 @@ void RaftDriver::ReadIndex(ReadCallback done) {
       ServeWaitingReads();
       return;
     }
-    std::uint64_t context = next_read_context_++;
-    raft::ReadIndexOutcome outcome = node_->ReadIndex(context);
-    if (outcome == raft::ReadIndexOutcome::kNoLeader) return done(NoLeader());
-    ++counters_.read_index_reads;
-    PublishCounters();
-    pending_reads_.emplace(context, std::move(done));
-    MaybeHandleReady();
+    // Reads that arrive while a request is queued share it (as etcd's read loop does): it is
+    // made after each of them arrived, so its index covers every write they must see. Under load
+    // this is one ReadIndex round trip per strand turn instead of one per read.
+    read_batch_.push_back(std::move(done));
+    if (!read_flush_scheduled_) {
+      read_flush_scheduled_ = true;
+      asio::post(strand_, [this] { FlushReads(); });
+    }
   });
+}
+
+void RaftDriver::FlushReads() {
+  read_flush_scheduled_ = false;
+  std::vector<ReadCallback> batch = std::move(read_batch_);
+  read_batch_.clear();
+  if (batch.empty()) return;
+  if (stopped_) {
+    for (ReadCallback& done : batch) done(Stopping());
+    return;
+  }
+  std::uint64_t context = next_read_context_++;
+  raft::ReadIndexOutcome outcome = node_->ReadIndex(context);
+  if (outcome == raft::ReadIndexOutcome::kNoLeader) {
+    for (ReadCallback& done : batch) done(NoLeader());
+    return;
+  }
+  counters_.read_index_reads += batch.size();
+  ++counters_.read_index_requests;
+  PublishCounters();
+  pending_reads_.emplace(context, std::move(batch));
+  MaybeHandleReady();
 }
 
 void RaftDriver::TransferLeadership(NodeId target, DoneCallback done) {
@@ -315,7 +338,11 @@ void RaftDriver::ServeReadStates(const std::vector<raft::ReadState>& states) {
     // Keep the queue ordered by index so one pass serves every read the apply reached.
     auto pos = reads_waiting_apply_.end();
     while (pos != reads_waiting_apply_.begin() && std::prev(pos)->index > rs.index) --pos;
-    reads_waiting_apply_.insert(pos, WaitingRead{rs.index, std::move(it->second)});
+    auto offset = pos - reads_waiting_apply_.begin();
+    for (ReadCallback& done : it->second) {
+      reads_waiting_apply_.insert(reads_waiting_apply_.begin() + offset++,
+                                  WaitingRead{rs.index, std::move(done)});
+    }
     pending_reads_.erase(it);
   }
   ServeWaitingReads();
@@ -344,9 +371,15 @@ void RaftDriver::OnSoftState(const raft::SoftState& soft) {
 void RaftDriver::FailAllReads(const Status& status) {
   auto pending = std::move(pending_reads_);
   pending_reads_.clear();
-  for (auto& [context, done] : pending) done(status);
+  for (auto& [context, batch] : pending) {
+    for (ReadCallback& done : batch) done(status);
+  }
   // Reads already confirmed only wait for the local apply; they stay valid across a leader change.
+  // Reads not yet sent go to whichever leader there is when their request is made.
   if (status.message() == Stopping().message()) {
+    auto unsent = std::move(read_batch_);
+    read_batch_.clear();
+    for (ReadCallback& done : unsent) done(status);
     auto waiting = std::move(reads_waiting_apply_);
     reads_waiting_apply_.clear();
     for (auto& w : waiting) w.done(status);
@@ -376,6 +409,7 @@ void RaftDriver::PublishStatus() {
   status_.leader_changes = counters_.leader_changes;
   status_.lease_reads = counters_.lease_reads;
   status_.read_index_reads = counters_.read_index_reads;
+  status_.read_index_requests = counters_.read_index_requests;
   status_.proposals_committed = counters_.proposals_committed;
   status_.proposals_failed = counters_.proposals_failed;
 }
@@ -385,6 +419,7 @@ void RaftDriver::PublishCounters() {
   std::lock_guard lock(status_mu_);
   status_.lease_reads = counters_.lease_reads;
   status_.read_index_reads = counters_.read_index_reads;
+  status_.read_index_requests = counters_.read_index_requests;
 }
 
 DriverStatus RaftDriver::status() const {

@@ -227,6 +227,58 @@ TEST_CASE("driver: a leader is elected and proposals commit with their response"
   CHECK(c.member(follower).sm.Get("k") == "v1");
 }
 
+// Reads queued on the strand before their request is made share one ReadIndex round, and each
+// of them still sees every write acknowledged before it was issued.
+TEST_CASE("driver: follower reads that queue together share one ReadIndex round",
+          "[server][driver][read]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  NodeId follower(leader.value() % 3 + 1);
+  constexpr int kReads = 50;
+  bool shared = false;
+  // An election in between (slow machine) fails a whole batch with a retryable error: retry.
+  for (int attempt = 0; attempt < 20 && !shared; ++attempt) {
+    auto [put, response] = c.Put(leader, "k", "v" + std::to_string(attempt));
+    if (!put.ok()) {
+      leader = c.WaitForLeader();
+      follower = NodeId(leader.value() % 3 + 1);
+      continue;
+    }
+    const LogIndex written = c.member(leader).driver->status().commit;
+    const DriverStatus before = c.member(follower).driver->status();
+    std::vector<std::promise<std::pair<Status, LogIndex>>> done(kReads);
+    std::vector<std::future<std::pair<Status, LogIndex>>> results;
+    for (auto& d : done) results.push_back(d.get_future());
+    RaftDriver& reader = *c.member(follower).driver;
+    // Issued from the strand itself, so all of them are queued before their request is made.
+    std::promise<void> issued;
+    reader.Post([&] {
+      for (auto& d : done) {
+        reader.ReadIndex([&d, &reader_sm = c.member(follower).sm](const Status& s) {
+          d.set_value({s, reader_sm.AppliedIndex()});
+        });
+      }
+      issued.set_value();
+    });
+    REQUIRE(issued.get_future().wait_for(10s) == std::future_status::ready);
+    int ok = 0;
+    for (auto& f : results) {
+      REQUIRE(f.wait_for(10s) == std::future_status::ready);
+      auto [status, applied] = f.get();
+      if (!status.ok()) continue;
+      ++ok;
+      CHECK(applied >= written);  // served only once the write before it is applied here
+    }
+    if (ok != kReads) continue;
+    const DriverStatus after = c.member(follower).driver->status();
+    CHECK(after.read_index_reads - before.read_index_reads == kReads);
+    CHECK(after.read_index_requests - before.read_index_requests == 1);
+    shared = true;
+  }
+  CHECK(shared);
+}
+
 TEST_CASE("driver: a follower refuses proposals with not-leader", "[server][driver]") {
   Cluster c(3);
   NodeId leader = c.WaitForLeader();

@@ -83,6 +83,7 @@ struct DriverStatus {
   std::uint64_t leader_changes = 0;
   std::uint64_t lease_reads = 0;
   std::uint64_t read_index_reads = 0;
+  std::uint64_t read_index_requests = 0;  // ReadIndex rounds: reads that queue together share one
   std::uint64_t proposals_committed = 0;
   std::uint64_t proposals_failed = 0;
 };
@@ -144,6 +145,7 @@ class RaftDriver {
   void CatchUpTicks();
   [[nodiscard]] std::chrono::steady_clock::time_point Now() const;
   void FlushProposals();
+  void FlushReads();
   void MaybeHandleReady();
   void AfterPersist(const std::shared_ptr<raft::Ready>& ready, const Status& status);
   void ApplyCommitted(const std::vector<raft::Entry>& entries);
@@ -181,13 +183,17 @@ class RaftDriver {
   bool flush_scheduled_ = false;
   std::map<LogIndex, PendingProposal> pending_proposals_;  // by log index
   std::uint64_t next_read_context_ = 1;
-  std::map<std::uint64_t, ReadCallback> pending_reads_;  // by ReadIndex context
-  std::deque<WaitingRead> reads_waiting_apply_;          // ascending index
+  // Reads that arrived since the last ReadIndex request was made; they share the next one.
+  std::vector<ReadCallback> read_batch_;
+  bool read_flush_scheduled_ = false;
+  std::map<std::uint64_t, std::vector<ReadCallback>> pending_reads_;  // by ReadIndex context
+  std::deque<WaitingRead> reads_waiting_apply_;                       // ascending index
   NodeId last_leader_;
   struct Counters {
     std::uint64_t leader_changes = 0;
     std::uint64_t lease_reads = 0;
     std::uint64_t read_index_reads = 0;
+    std::uint64_t read_index_requests = 0;
     std::uint64_t proposals_committed = 0;
     std::uint64_t proposals_failed = 0;
   } counters_;  // copied into status_ by PublishStatus()
