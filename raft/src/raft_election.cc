@@ -111,11 +111,12 @@ void Raft::AskAgain(NodeId voter) {
 
 void Raft::HandleVoteRequest(const Message& m) {
   const bool pre = m.type == MessageType::kPreVote;
+  const bool tie_lost = pre && LosesPreVoteTie(m);
   // Raft §5.2: at most one vote per term, first come first served. A pre-vote for a later term
   // promises nothing (but see LosesPreVoteTie).
   const bool can_vote =
       (vote_ == m.from || (vote_ == kNoNode && leader_ == kNoNode) || (pre && m.term > term_)) &&
-      !(pre && LosesPreVoteTie(m));
+      !tie_lost;
   // Raft §5.4.1: only for a candidate whose log is at least as up-to-date as ours.
   const bool log_ok =
       config_.mutations.no_election_restriction || log_.IsUpToDate(m.index, m.log_term);
@@ -132,7 +133,7 @@ void Raft::HandleVoteRequest(const Message& m) {
     }
     Log(LogLevel::kDebug, "granted {} to {} at term {}", MessageTypeName(m.type), m.from, m.term);
   } else {
-    if (pre && LosesPreVoteTie(m)) {
+    if (tie_lost) {
       Log(LogLevel::kInfo, "pre-vote tie with {} at term {}: the lower id campaigns first", m.from,
           m.term);
     }
