@@ -31,6 +31,7 @@ CATEGORIES = [
     ("abseil mutex deadlock detection", r"GraphCycles|DeadlockCheck"),
 ]
 COMPILED = [(name, re.compile(rx)) for name, rx in CATEGORIES]
+HEADER = re.compile(r"^\s*(\d+)/(\d+)\s*$")
 
 
 def main():
@@ -54,9 +55,9 @@ def main():
         if not line.strip():
             flush()
             pid, stack = None, []
-        elif not line[0].isspace():
-            m = re.match(r"\s*(\d+)/(\d+)", line)
-            pid, stack = (m.group(1) if m else "?"), []
+        elif HEADER.match(line):
+            # "pid/tid" alone on a line; some perf versions indent it like the frames below it.
+            pid, stack = HEADER.match(line).group(1), []
         else:
             stack.append(line.strip())
     flush()
