@@ -61,7 +61,8 @@ Result<CompactionStats> CompactHistory(const StoreReader& reader,
   }
   for (const HistoryEntry* e : remove) {
     EPOCH_RETURN_IF_ERROR(FromRocks(batch->Delete(e->index_key), "compact"));
-    EPOCH_RETURN_IF_ERROR(FromRocks(batch->Delete(RevisionKey(e->rev)), "compact"));
+    EPOCH_RETURN_IF_ERROR(
+        FromRocks(batch->Delete(reader.families().history, RevisionKey(e->rev)), "compact"));
   }
   return stats;
 }

@@ -17,14 +17,19 @@
 #include "key_encoding.h"
 #include "read_state.h"
 #include "revision_codec.h"
+#include "store_import.h"
 #include "store_reader.h"
 
 namespace epoch::server {
 
 namespace {
 
-// Bumped when the key layout changes incompatibly.
-constexpr std::int64_t kFormatVersion = 1;
+// Bumped when the key layout changes incompatibly. 1: every table in the default column
+// family; 2: revision records in their own family (StoreFamilies). A format-1 store is migrated
+// when it is opened, and a format-1 snapshot image is routed into both families when installed.
+constexpr std::int64_t kFormatVersion = 2;
+constexpr std::int64_t kFormatSingleFamily = 1;
+constexpr char kHistoryFamily[] = "history";
 
 rocksdb::WriteOptions NoWalWrite() {
   rocksdb::WriteOptions wo;
@@ -82,14 +87,22 @@ class AppendHintPrefix final : public rocksdb::SliceTransform {
   }
 };
 
-// Loads the meta record, or returns nullopt for a store that has never been written.
-Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
+// The store's format version, nullopt for a store that has never been written.
+Result<std::optional<std::int64_t>> LoadFormat(rocksdb::DB* db) {
   Result<std::optional<std::int64_t>> format = ReadMetaValue(db, kMetaFormat);
   if (!format.ok()) return format.status();
-  if (!format->has_value()) return std::optional<KvStore::Meta>();
-  if (**format != kFormatVersion) {
-    return Status::Corruption("unsupported store format version " + std::to_string(**format));
+  if (format->has_value() && **format != kFormatVersion && **format != kFormatSingleFamily) {
+    return Status::Corruption("unsupported store format version " + std::to_string(**format) +
+                              " (this epochd reads versions 1 and 2)");
   }
+  return format;
+}
+
+// Loads the meta record, or returns nullopt for a store that has never been written.
+Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
+  Result<std::optional<std::int64_t>> format = LoadFormat(db);
+  if (!format.ok()) return format.status();
+  if (!format->has_value()) return std::optional<KvStore::Meta>();
   const std::string_view names[] = {kMetaAppliedIndex, kMetaRevision, kMetaCompactRevision,
                                     kMetaClusterTime};
   std::int64_t values[4] = {};
@@ -112,6 +125,11 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
 Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOptions options) {
   rocksdb::Options opts;
   opts.create_if_missing = true;
+  opts.create_missing_column_families = true;
+  // RocksDB's WAL is off, so each family's memtable is durable only when flushed: the families
+  // must flush together, or a crash could keep one family's writes of an applied index and lose
+  // the other's.
+  opts.atomic_flush = true;
   // Metadata is small and hot: compressing every flushed memtable (snappy by default) cost ~1 % of
   // a put's server CPU for little space. Only the bottommost level, which holds the bulk of a
   // large store, stays compressed.
@@ -122,22 +140,34 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOp
   // below work (RocksDB ignores them for concurrent writes).
   opts.allow_concurrent_memtable_write = false;
   opts.memtable_insert_with_hint_prefix_extractor = std::make_shared<AppendHintPrefix>();
+  const rocksdb::ColumnFamilyOptions family_opts(opts);
+  const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+      {rocksdb::kDefaultColumnFamilyName, family_opts}, {kHistoryFamily, family_opts}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);
+  rocksdb::Status s = rocksdb::DB::Open(opts, dir, families, &handles, &raw);
   if (!s.ok()) return FromRocks(s, "open " + dir);
   std::unique_ptr<rocksdb::DB> db(raw);
-
-  Result<std::optional<Meta>> loaded = LoadMeta(db.get());
+  // From here on the store owns the handles (its destructor releases them and closes the DB).
+  Result<std::optional<std::int64_t>> format = LoadFormat(db.get());
+  Result<std::optional<Meta>> loaded = format.ok() ? LoadMeta(db.get()) : format.status();
+  std::unique_ptr<KvStore> store(
+      new KvStore(std::move(db), std::move(handles), std::move(options), Meta{}));
   if (!loaded.ok()) return loaded.status().Annotate("open " + dir);
-  Meta meta = loaded->value_or(Meta{});
   if (!loaded->has_value()) {
     // A new store: revision 1, nothing compacted, nothing applied. Written like any batch (no
     // WAL): if it is lost in a crash the store is simply new again.
     rocksdb::WriteBatchWithIndex batch;
-    EPOCH_RETURN_IF_ERROR(PutMeta(&batch, meta, nullptr));
-    EPOCH_RETURN_IF_ERROR(FromRocks(db->Write(NoWalWrite(), batch.GetWriteBatch()), "init"));
+    EPOCH_RETURN_IF_ERROR(PutMeta(&batch, store->meta_, nullptr));
+    EPOCH_RETURN_IF_ERROR(
+        FromRocks(store->db_->Write(NoWalWrite(), batch.GetWriteBatch()), "init"));
+    return store;
   }
-  return std::unique_ptr<KvStore>(new KvStore(std::move(db), std::move(options), meta));
+  store->meta_ = **loaded;
+  if (**format == kFormatSingleFamily) {
+    EPOCH_RETURN_IF_ERROR(store->MigrateSingleFamily().Annotate("migrate " + dir));
+  }
+  return store;
 }
 
 Result<std::unique_ptr<KvStore>> KvStore::OpenFromCheckpoint(const std::string& checkpoint_dir,
@@ -152,10 +182,12 @@ Result<std::unique_ptr<KvStore>> KvStore::OpenFromCheckpoint(const std::string& 
   return Open(dir, std::move(options));
 }
 
-KvStore::KvStore(std::unique_ptr<rocksdb::DB> db, KvStoreOptions options, Meta meta)
-    : db_(std::move(db)), options_(std::move(options)), meta_(meta) {}
+KvStore::KvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
+                 KvStoreOptions options, Meta meta)
+    : db_(std::move(db)), handles_(std::move(handles)), options_(std::move(options)), meta_(meta) {}
 
 KvStore::~KvStore() {
+  for (rocksdb::ColumnFamilyHandle* h : handles_) (void)db_->DestroyColumnFamilyHandle(h);
   // Close() flushes memtables first unless skip_flush_on_close (avoid_flush_during_shutdown).
   rocksdb::Status s = db_->Close();
   (void)s;  // nothing useful to do on failure at shutdown: the Raft WAL replays what is missing
@@ -172,7 +204,7 @@ Status KvStore::WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const 
 
 Result<std::vector<ApplyResult>> KvStore::ApplyBatch(std::span<const ApplyInput> inputs) {
   rocksdb::WriteBatchWithIndex batch(rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true);
-  StoreReader reader(db_.get(), nullptr, &batch);
+  StoreReader reader(db_.get(), families(), nullptr, &batch);
   IdempotencyExpiryHint hint{idempotency_earliest_expiry_ms_};
   const EntryContext ctx{&reader, &batch, &options_, &hint};
   Meta meta = meta_;  // only this thread writes meta_, so reading it unlocked is race-free
@@ -229,7 +261,7 @@ Result<LogIndex> KvStore::Flush() {
   }
   rocksdb::FlushOptions fo;
   fo.wait = true;
-  EPOCH_RETURN_IF_ERROR(FromRocks(db_->Flush(fo), "flush"));
+  EPOCH_RETURN_IF_ERROR(FromRocks(db_->Flush(fo, handles_), "flush"));  // atomic: atomic_flush
   return applied;
 }
 
@@ -245,11 +277,27 @@ Result<LogIndex> KvStore::CreateCheckpoint(const std::string& dir) {
 }
 
 Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
-  rocksdb::DB* raw = nullptr;
+  // The image's families: a format-1 image has only the default one.
+  std::vector<std::string> names;
   EPOCH_RETURN_IF_ERROR(
-      FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), checkpoint_dir, &raw),
+      FromRocks(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), checkpoint_dir, &names),
                 "open checkpoint " + checkpoint_dir));
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names)
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> image_handles;
+  rocksdb::DB* raw = nullptr;
+  EPOCH_RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), checkpoint_dir,
+                                                               descriptors, &image_handles, &raw),
+                                  "open checkpoint " + checkpoint_dir));
   std::unique_ptr<rocksdb::DB> image(raw);
+  struct Release {
+    rocksdb::DB* db;
+    std::vector<rocksdb::ColumnFamilyHandle*>* handles;
+    ~Release() {
+      for (rocksdb::ColumnFamilyHandle* h : *handles) (void)db->DestroyColumnFamilyHandle(h);
+    }
+  } release{image.get(), &image_handles};
   Result<std::optional<Meta>> loaded = LoadMeta(image.get());
   if (!loaded.ok()) return loaded.status().Annotate("checkpoint " + checkpoint_dir);
   if (!loaded->has_value()) {
@@ -261,43 +309,54 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
         "snapshot image at applied index " + std::to_string(meta.applied.value()) +
         " is older than the store (applied " + std::to_string(meta_.applied.value()) + ")");
   }
-  // One external SST file: a range deletion of the whole key space (every key of the layout
-  // starts with a lowercase letter, below 0xff) and every key of the image, streamed to disk.
-  // An ingested file gets one sequence number for all its entries, and a range deletion covers
-  // only older sequence numbers: the file deletes the old state and brings the new one in one
-  // atomic, durable step (a MANIFEST edit) without holding the image in memory.
-  const std::string sst = checkpoint_dir + ".ingest.sst";
-  {
-    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), db_->GetOptions());
-    EPOCH_RETURN_IF_ERROR(FromRocks(writer.Open(sst), "create " + sst));
-    EPOCH_RETURN_IF_ERROR(
-        FromRocks(writer.DeleteRange(std::string(), std::string(1, '\xff')), "write " + sst));
-    std::unique_ptr<rocksdb::Iterator> it(image->NewIterator(rocksdb::ReadOptions()));
+  // Both families replaced whole by the image's keys, streamed to disk (store_import.h).
+  FamilyImport import(db_.get(), families(), checkpoint_dir + ".ingest");
+  EPOCH_RETURN_IF_ERROR(import.Open(StoredBounds{}, StoredBounds{}));
+  const std::string format_key = MetaKey(kMetaFormat);
+  const std::string format_value = EncodeInt64(kFormatVersion);  // the layout it lands in
+  for (rocksdb::ColumnFamilyHandle* family : image_handles) {
+    std::unique_ptr<rocksdb::Iterator> it(image->NewIterator(rocksdb::ReadOptions(), family));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      EPOCH_RETURN_IF_ERROR(FromRocks(writer.Put(it->key(), it->value()), "write " + sst));
+      const bool is_format = it->key() == rocksdb::Slice(format_key);
+      EPOCH_RETURN_IF_ERROR(import.Add(it->key(), is_format ? format_value : it->value()));
     }
     EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read checkpoint " + checkpoint_dir));
-    EPOCH_RETURN_IF_ERROR(FromRocks(writer.Finish(), "finish " + sst));
   }
-  rocksdb::IngestExternalFileOptions ingest;
-  ingest.move_files = true;  // a hard link: same file system as the store
-  Status ingested;
-  {
-    // Under mu_: a reader pairs its RocksDB snapshot with meta_, so it sees the old state with
-    // the old meta or the new state with the new meta.
-    std::lock_guard<std::mutex> lock(mu_);
-    ingested = FromRocks(db_->IngestExternalFile({sst}, ingest), "ingest " + sst);
-    if (ingested.ok()) meta_ = meta;
-  }
+  // Under mu_: a reader pairs its RocksDB snapshot with meta_, so it sees the old state with the
+  // old meta or the new state with the new meta.
+  std::lock_guard<std::mutex> lock(mu_);
+  EPOCH_RETURN_IF_ERROR(import.Ingest());
+  meta_ = meta;
   idempotency_earliest_expiry_ms_ = INT64_MIN;  // the image's records are unknown: scan once
-  std::error_code ec;
-  std::filesystem::remove(sst, ec);
-  return ingested;
+  return Status::Ok();
 }
+
+Status KvStore::MigrateSingleFamily() {
+  FamilyImport import(db_.get(), families(), db_->GetName() + "/migrate");
+  EPOCH_RETURN_IF_ERROR(import.Open(TableBounds(kRevisionTable), TableBounds(kRevisionTable)));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[0]));
+  const StoredBounds history = TableBounds(kRevisionTable);
+  for (it->Seek(history.lower); it->Valid() && it->key().compare(history.upper) < 0; it->Next()) {
+    EPOCH_RETURN_IF_ERROR(import.Add(it->key(), it->value()));
+  }
+  EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read history"));
+  it.reset();
+  if (import.history_keys() > 0) EPOCH_RETURN_IF_ERROR(import.Ingest());
+  // Ingested files are durable; the format record is made so by the flush. A crash in between
+  // migrates again, and finds no history left in the default family.
+  EPOCH_RETURN_IF_ERROR(FromRocks(
+      db_->Put(NoWalWrite(), handles_[0], MetaKey(kMetaFormat), EncodeInt64(kFormatVersion)),
+      "write format"));
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return FromRocks(db_->Flush(fo, handles_), "flush");
+}
+
+StoreFamilies KvStore::families() const { return StoreFamilies{handles_[0], handles_[1]}; }
 
 std::unique_ptr<KvStore::ReadState> KvStore::AcquireRead() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::make_unique<ReadState>(db_.get(), meta_);
+  return std::make_unique<ReadState>(db_.get(), families(), meta_);
 }
 
 LogIndex KvStore::AppliedIndex() const {

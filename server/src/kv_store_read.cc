@@ -123,13 +123,19 @@ Result<std::uint64_t> KvStore::StateHash() const {
   std::unique_ptr<ReadState> rs = AcquireRead();
   const std::string applied_key = MetaKey(kMetaAppliedIndex);
   Fnv1a64 h;
-  BoundedIterator it = rs->reader().NewIterator(StoredBounds{"", ""});
-  for (it.SeekToFirst(); it.Valid(); it.Next()) {
-    if (it.key() == applied_key) continue;
-    h.AddField(it.key());
-    h.AddField(it.value());
+  // In key order across both families (the tables before 'r', the history, the tables after
+  // it), so the hash does not depend on which family holds which table.
+  const StoredBounds history = TableBounds(kRevisionTable);
+  for (const StoredBounds& bounds :
+       {StoredBounds{"", history.lower}, history, StoredBounds{history.upper, ""}}) {
+    BoundedIterator it = rs->reader().NewIterator(bounds);
+    for (it.SeekToFirst(); it.Valid(); it.Next()) {
+      if (it.key() == applied_key) continue;
+      h.AddField(it.key());
+      h.AddField(it.value());
+    }
+    EPOCH_RETURN_IF_ERROR(it.status());
   }
-  EPOCH_RETURN_IF_ERROR(it.status());
   return h.value();
 }
 
@@ -170,8 +176,8 @@ Result<std::vector<LeaseId>> KvStore::ExpiredLeases(std::int64_t now_cluster_ms,
 std::int64_t KvStore::ApproximateSizeBytes() const {
   std::uint64_t sst = 0;
   std::uint64_t mem = 0;
-  db_->GetIntProperty("rocksdb.total-sst-files-size", &sst);
-  db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &mem);
+  db_->GetAggregatedIntProperty("rocksdb.total-sst-files-size", &sst);
+  db_->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &mem);
   return static_cast<std::int64_t>(sst + mem);
 }
 

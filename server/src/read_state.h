@@ -15,8 +15,11 @@ namespace epoch::server {
 
 class KvStore::ReadState {
  public:
-  ReadState(rocksdb::DB* db, const KvStore::Meta& meta)
-      : db_(db), snapshot_(db->GetSnapshot()), meta_(meta), reader_(db, snapshot_, nullptr) {}
+  ReadState(rocksdb::DB* db, StoreFamilies families, const KvStore::Meta& meta)
+      : db_(db),
+        snapshot_(db->GetSnapshot()),
+        meta_(meta),
+        reader_(db, families, snapshot_, nullptr) {}
   ~ReadState() { db_->ReleaseSnapshot(snapshot_); }
   ReadState(const ReadState&) = delete;
   ReadState& operator=(const ReadState&) = delete;

@@ -38,17 +38,18 @@ std::string_view BoundedIterator::value() const {
 
 Status BoundedIterator::status() const { return FromRocks(it_->status(), "iterate"); }
 
-StoreReader::StoreReader(rocksdb::DB* db, const rocksdb::Snapshot* snapshot,
+StoreReader::StoreReader(rocksdb::DB* db, StoreFamilies families, const rocksdb::Snapshot* snapshot,
                          rocksdb::WriteBatchWithIndex* pending)
-    : db_(db), snapshot_(snapshot), pending_(pending) {}
+    : db_(db), families_(families), snapshot_(snapshot), pending_(pending) {}
 
 Result<std::optional<std::string>> StoreReader::Get(std::string_view key) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot_;
   std::string value;
   rocksdb::Slice k(key.data(), key.size());
-  rocksdb::Status s = pending_ != nullptr ? pending_->GetFromBatchAndDB(db_, ro, k, &value)
-                                          : db_->Get(ro, k, &value);
+  rocksdb::ColumnFamilyHandle* family = families_.For(key);
+  rocksdb::Status s = pending_ != nullptr ? pending_->GetFromBatchAndDB(db_, ro, family, k, &value)
+                                          : db_->Get(ro, family, k, &value);
   if (s.IsNotFound()) return std::optional<std::string>();
   if (!s.ok()) return FromRocks(s, "get");
   return std::optional<std::string>(std::move(value));
@@ -59,10 +60,10 @@ BoundedIterator StoreReader::NewIterator(StoredBounds bounds) const {
   ro.snapshot = snapshot_;
   // No iterate_upper_bound: the pending batch's delta iterator does not honour it everywhere, so
   // BoundedIterator checks both bounds itself.
-  std::unique_ptr<rocksdb::Iterator> base(db_->NewIterator(ro));
+  rocksdb::ColumnFamilyHandle* family = families_.For(bounds.lower);
+  std::unique_ptr<rocksdb::Iterator> base(db_->NewIterator(ro, family));
   if (pending_ == nullptr) return BoundedIterator(std::move(base), std::move(bounds));
-  std::unique_ptr<rocksdb::Iterator> merged(
-      pending_->NewIteratorWithBase(db_->DefaultColumnFamily(), base.release()));
+  std::unique_ptr<rocksdb::Iterator> merged(pending_->NewIteratorWithBase(family, base.release()));
   return BoundedIterator(std::move(merged), std::move(bounds));
 }
 

@@ -47,17 +47,34 @@ class BoundedIterator {
   StoredBounds bounds_;
 };
 
+// The store's two RocksDB column families. Revision records ('r') have one of their own: their
+// keys only ever grow, so its flushed files never overlap and RocksDB moves them down the levels
+// without rewriting them. Kept with the other tables, the history was rewritten by every L0 → L1
+// compaction (bench/kv/PROFILE.md). Writes and reads pick the family by the key's table.
+struct StoreFamilies {
+  rocksdb::ColumnFamilyHandle* main = nullptr;     // every table but 'r'
+  rocksdb::ColumnFamilyHandle* history = nullptr;  // 'r'
+
+  [[nodiscard]] rocksdb::ColumnFamilyHandle* For(std::string_view stored_key) const {
+    return !stored_key.empty() && stored_key[0] == kRevisionTable ? history : main;
+  }
+};
+
 class StoreReader {
  public:
   // `snapshot` may be null (read the latest state); `pending` may be null (no pending writes).
-  StoreReader(rocksdb::DB* db, const rocksdb::Snapshot* snapshot,
+  StoreReader(rocksdb::DB* db, StoreFamilies families, const rocksdb::Snapshot* snapshot,
               rocksdb::WriteBatchWithIndex* pending);
 
   Result<std::optional<std::string>> Get(std::string_view key) const;
+  // `bounds` lie within one table (the family is chosen by bounds.lower), or are the whole key
+  // space of one family (lower empty: the main family).
   [[nodiscard]] BoundedIterator NewIterator(StoredBounds bounds) const;
+  [[nodiscard]] const StoreFamilies& families() const { return families_; }
 
  private:
   rocksdb::DB* db_;
+  StoreFamilies families_;
   const rocksdb::Snapshot* snapshot_;
   rocksdb::WriteBatchWithIndex* pending_;
 };

@@ -44,7 +44,8 @@ Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, s
   // so the index would only cost two skip list searches per key. Reads through the pending batch
   // do not see them; entries that read history start from the database (ReadsHistory).
   rocksdb::WriteBatch* raw = batch_->GetWriteBatch();
-  EPOCH_RETURN_IF_ERROR(Rocks(raw->Put(RevisionKey(pair), EncodeStoredEvent(type, kv_bytes))));
+  EPOCH_RETURN_IF_ERROR(Rocks(
+      raw->Put(reader_->families().history, RevisionKey(pair), EncodeStoredEvent(type, kv_bytes))));
   const char marker = type == mvccpb::Event::PUT ? kIndexPut : kIndexTombstone;
   return Rocks(raw->Put(IndexKey(key, pair), ToSlice(std::string_view(&marker, 1))));
 }

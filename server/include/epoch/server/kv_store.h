@@ -33,11 +33,14 @@
 #include "mvccpb/kv.pb.h"
 
 namespace rocksdb {
+class ColumnFamilyHandle;
 class DB;
 class WriteBatchWithIndex;
 }  // namespace rocksdb
 
 namespace epoch::server {
+
+struct StoreFamilies;
 
 struct KvStoreOptions {
   KvLimits limits;
@@ -171,11 +174,19 @@ class KvStore {
  private:
   class ReadState;
 
-  KvStore(std::unique_ptr<rocksdb::DB> db, KvStoreOptions options, Meta meta);
+  KvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
+          KvStoreOptions options, Meta meta);
   std::unique_ptr<ReadState> AcquireRead() const;
   Status WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const Meta& meta);
+  [[nodiscard]] StoreFamilies families() const;
+  // A format-1 store (every table in the default family): moves its revision records into the
+  // history family and records format 2, durably.
+  Status MigrateSingleFamily();
 
   std::unique_ptr<rocksdb::DB> db_;
+  // The column families' handles, in StoreFamilies order (main, history); released before the
+  // database closes.
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   const KvStoreOptions options_;
   // Guards meta_ and the pairing of (RocksDB write, meta_ update) with (snapshot, meta copy), so a
   // reader never sees a snapshot with another batch's revision.
