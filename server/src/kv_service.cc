@@ -47,14 +47,19 @@ grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* ctx,
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }
-  node_.ReadBarrier(request->serializable(), [this, reactor, request, response](const Status& s) {
-    if (!s.ok()) return reactor->Finish(ToGrpc(s));
-    Result<etcdserverpb::RangeResponse> result = node_.store().Range(*request);
-    if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
-    *response = std::move(*result);
-    node_.FillHeader(response->mutable_header());
-    reactor->Finish(grpc::Status::OK);
-  });
+  // One key (no range_end) is a bounded amount of work: it may be served on this gRPC thread.
+  const bool one_key = request->range_end().empty();
+  node_.ReadBarrier(
+      request->serializable(),
+      [this, reactor, request, response](const Status& s) {
+        if (!s.ok()) return reactor->Finish(ToGrpc(s));
+        Result<etcdserverpb::RangeResponse> result = node_.store().Range(*request);
+        if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+        *response = std::move(*result);
+        node_.FillHeader(response->mutable_header());
+        reactor->Finish(grpc::Status::OK);
+      },
+      one_key);
   return reactor;
 }
 

@@ -73,8 +73,12 @@ void NodeContext::WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
   forwarder_->Forward(status.leader, *request, deadline, retry_or_fail);
 }
 
-void NodeContext::ReadBarrier(bool serializable, ReadyCallback done) {
-  if (serializable) {
+void NodeContext::ReadBarrier(bool serializable, ReadyCallback done, bool cheap) {
+  // A serializable read, or a linearizable one the leader's lease covers (checked here, off the
+  // Raft strand), needs no wait: a cheap one is served on the calling thread, others on the
+  // read pool so that a large range does not hold a gRPC thread.
+  if (serializable || driver_.TryLeaseRead()) {
+    if (cheap) return done(Status::Ok());
     return asio::post(read_pool_, [done = std::move(done)] { done(Status::Ok()); });
   }
   driver_.ReadIndex([this, done = std::move(done)](const Status& s) {

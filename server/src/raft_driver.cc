@@ -73,6 +73,7 @@ void RaftDriver::Stop() {
   asio::post(strand_, [this] {
     if (stopped_) return;
     stopped_ = true;
+    lease_until_ns_.store(0);
     tick_timer_.cancel();
     FailAllReads(Stopping());
     FailAllProposals(Stopping());
@@ -249,6 +250,10 @@ void RaftDriver::ReportSnapshot(NodeId peer, bool ok) {
 }
 
 void RaftDriver::MaybeHandleReady() {
+  // Every strand turn that steps, ticks, proposes or finishes a Ready ends here: the lease and the
+  // commit index are published before this Ready's messages (a TimeoutNow, a commit index in an
+  // append or a ReadIndex answer) leave, and before AfterPersist acknowledges writes.
+  PublishLease();
   if (stopped_ || ready_in_flight_ || !node_->HasReady()) return;
   auto ready = std::make_shared<raft::Ready>(node_->GetReady());
   ready_in_flight_ = true;
@@ -414,6 +419,33 @@ void RaftDriver::PublishStatus() {
   status_.proposals_failed = counters_.proposals_failed;
 }
 
+void RaftDriver::PublishLease() {
+  lease_commit_.store(node_->commit_index().value());
+  if (stopped_ || !node_->LeaseValid()) {
+    lease_until_ns_.store(0);
+    return;
+  }
+  // The core holds the lease while its tick count is below lease_expiry_tick; the driver's tick
+  // k is due at tick_epoch_ + k * tick (CatchUpTicks), so the lease holds before this instant.
+  // It is exactly what CatchUpTicks() + LeaseValid() on the strand would decide at any later
+  // time (a capped catch-up only happens past every lease).
+  const std::int64_t left = node_->lease_expiry_tick() - node_->now_ticks();
+  const auto until = tick_epoch_ + (ticks_done_ + left) * options_.tick;
+  lease_until_ns_.store(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(until.time_since_epoch()).count());
+}
+
+bool RaftDriver::TryLeaseRead() {
+  const std::int64_t until = lease_until_ns_.load();
+  if (until == 0) return false;
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Now().time_since_epoch()).count();
+  if (now >= until) return false;
+  if (state_machine_.AppliedIndex() < LogIndex(lease_commit_.load())) return false;
+  fast_lease_reads_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 // Counters only (cheap): read paths publish them at once so metrics and tests see every read.
 void RaftDriver::PublishCounters() {
   std::lock_guard lock(status_mu_);
@@ -423,13 +455,19 @@ void RaftDriver::PublishCounters() {
 }
 
 DriverStatus RaftDriver::status() const {
-  std::lock_guard lock(status_mu_);
-  return status_;
+  DriverStatus s;
+  {
+    std::lock_guard lock(status_mu_);
+    s = status_;
+  }
+  s.lease_reads += fast_lease_reads_.load(std::memory_order_relaxed);
+  return s;
 }
 
 void RaftDriver::Fatal(const Status& status) {
   spdlog::critical("node={:x} fail-stop: {}", options_.raft.id, status.ToString());
   stopped_ = true;
+  lease_until_ns_.store(0);
   tick_timer_.cancel();
   if (options_.on_fatal) return options_.on_fatal(status);
   std::abort();

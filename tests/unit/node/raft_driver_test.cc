@@ -369,6 +369,68 @@ TEST_CASE("driver: a leader whose process was paused does not serve reads from i
   CHECK(c.member(leader).driver->status().lease_reads == lease_reads);
 }
 
+// The lease fast path (TryLeaseRead, off the strand) decides as the strand would: it serves a
+// settled leader, never a follower, and ends at once when the process was paused past the lease
+// (no strand turn is needed to notice) or a leadership transfer starts.
+TEST_CASE("driver: the lease fast path serves only a leader whose lease holds in real time",
+          "[server][driver][read]") {
+  Cluster c(3, 20ms);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  RaftDriver& d = *c.member(leader).driver;
+  bool served = false;
+  for (int i = 0; i < 400 && !served; ++i) {
+    served = d.TryLeaseRead();
+    if (!served) std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(served);
+  CHECK(d.status().lease_reads > 0);
+  NodeId follower(leader.value() % 3 + 1);
+  CHECK_FALSE(c.member(follower).driver->TryLeaseRead());
+
+  // Hold the strand (no tick, no publish), then move the leader's clock past any lease.
+  auto hold_started = std::make_shared<std::promise<void>>();
+  std::promise<void> release;
+  d.Post([hold_started, released = release.get_future().share()] {
+    hold_started->set_value();
+    released.wait();
+  });
+  hold_started->get_future().wait();
+  c.member(leader).clock_offset_ms = 10000;
+  const bool after_pause = d.TryLeaseRead();
+  release.set_value();
+  CHECK_FALSE(after_pause);
+}
+
+TEST_CASE("driver: the lease fast path ends before a leadership transfer can send TimeoutNow",
+          "[server][driver][read]") {
+  Cluster c(3, 20ms);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  RaftDriver& d = *c.member(leader).driver;
+  bool served = false;
+  for (int i = 0; i < 400 && !served; ++i) {
+    served = d.TryLeaseRead();
+    if (!served) std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(served);
+  // Hold the strand after the transfer call, so the lease is checked before anything else runs.
+  auto started = std::make_shared<std::promise<Status>>();
+  std::promise<void> release;
+  NodeId target(leader.value() % 3 + 1);
+  d.TransferLeadership(target, [started, released = release.get_future().share()](const Status& s) {
+    started->set_value(s);
+    released.wait();
+  });
+  Status s = started->get_future().get();
+  const bool during_transfer = d.TryLeaseRead();
+  release.set_value();
+  REQUIRE(s.ok());
+  CHECK_FALSE(during_transfer);
+}
+
 TEST_CASE("driver: a persist failure is fail-stop", "[server][driver]") {
   Cluster c(3);
   NodeId leader = c.WaitForLeader();

@@ -36,9 +36,10 @@ class NodeContext {
   // none is known. `done` gets the response computed at apply time.
   void Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
              WriteCallback done);
-  // Calls `done` on a read-pool thread once a linearizable read may be served (ReadIndex or
-  // lease), or at once for a serializable read.
-  void ReadBarrier(bool serializable, ReadyCallback done);
+  // Calls `done` once a linearizable read may be served (ReadIndex or lease), or at once for a
+  // serializable read: on a read-pool thread, or on the calling thread when `cheap` (a read of
+  // one key) and no wait was needed (serializable, or the leader's lease holds).
+  void ReadBarrier(bool serializable, ReadyCallback done, bool cheap = false);
 
   // Before any Write: KV writes are then forwarded over the peer link. Not owned.
   void SetPeerForwarder(PeerForwarder* forwarder) { peer_forwarder_ = forwarder; }

@@ -130,6 +130,15 @@ class RaftDriver {
   [[nodiscard]] DriverStatus status() const;
   [[nodiscard]] NodeId id() const { return options_.raft.id; }
 
+  // Thread-safe and without the strand: true when a linearizable read may be served from the
+  // state machine right now, by the leader's lease (DESIGN.md §2, §4). The strand publishes the
+  // lease's end on the clock its ticks come from, and the commit index, before any message or
+  // acknowledgement can show either to anyone; the lease ends for the fast path where it ends for
+  // the core (lost leadership, a transfer started, expiry). True also needs the state machine to
+  // have applied that commit index; otherwise the caller takes ReadIndex() (which waits).
+  // A true answer counts as a lease read.
+  [[nodiscard]] bool TryLeaseRead();
+
  private:
   struct PendingProposal {
     Term term;
@@ -156,6 +165,7 @@ class RaftDriver {
   void FailAllProposals(const Status& status);
   void PublishStatus();
   void PublishCounters();
+  void PublishLease();
   void Fatal(const Status& status);
 
   asio::io_context& io_;
@@ -197,6 +207,13 @@ class RaftDriver {
     std::uint64_t proposals_committed = 0;
     std::uint64_t proposals_failed = 0;
   } counters_;  // copied into status_ by PublishStatus()
+
+  // --- The lease, published by the strand for TryLeaseRead() on any thread. ---
+  // Steady-clock nanoseconds before which the lease holds (0: no lease). Stored after
+  // lease_commit_, so a reader that sees a deadline sees a commit index at least as new.
+  std::atomic<std::int64_t> lease_until_ns_{0};
+  std::atomic<std::uint64_t> lease_commit_{0};
+  std::atomic<std::uint64_t> fast_lease_reads_{0};
 
   std::atomic<std::uint64_t> next_request_id_;
   mutable std::mutex status_mu_;

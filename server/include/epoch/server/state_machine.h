@@ -26,7 +26,8 @@ struct ApplyOutcome {
 class StateMachine {
  public:
   virtual ~StateMachine() = default;
-  // The last applied log index, durable with the state it describes.
+  // The last applied log index, durable with the state it describes. Any thread (the driver's
+  // lease fast path reads it off the strand).
   [[nodiscard]] virtual LogIndex AppliedIndex() const = 0;
   // Applies `entries` (contiguous, starting at AppliedIndex() + 1): kNormal entries carry a
   // serialized v1::InternalRequest or nothing (a no-op); kConfChange entries only advance the
