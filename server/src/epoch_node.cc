@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <latch>
 #include <thread>
 
 #include "disk_failpoint.h"
@@ -20,6 +21,7 @@
 #include "epoch/server/peer_transport.h"
 #include "epoch/server/raft_driver.h"
 #include "epoch/server/wal_log.h"
+#include "epoch/thread_name.h"
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
 #include "kv_service.h"
@@ -117,7 +119,8 @@ class EpochNode::Impl {
   std::unique_ptr<RecipeEventFeed> recipe_feed_;
   asio::io_context raft_io_;
   asio::io_context net_io_;
-  asio::thread_pool read_pool_{2};
+  static constexpr int kReadThreads = 2;
+  asio::thread_pool read_pool_{kReadThreads};
   std::unique_ptr<PeerTransport> transport_;
   std::unique_ptr<TransportSender> sender_;
   std::unique_ptr<RaftDriver> driver_;
@@ -241,6 +244,15 @@ void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
 }
 
 Status EpochNode::Impl::StartNetwork() {
+  // Name the read pool's threads: one task per thread, each holding its thread until all ran.
+  std::latch named(kReadThreads);
+  for (int i = 0; i < kReadThreads; ++i) {
+    asio::post(read_pool_, [&named] {
+      SetThreadName("epoch-read");
+      named.arrive_and_wait();
+    });
+  }
+  named.wait();
   PeerTransportOptions topts;
   topts.self = config_.self_id();
   topts.cluster_id = config_.cluster_id();
@@ -355,10 +367,12 @@ Status EpochNode::Impl::StartNetwork() {
         metrics_->Start(config_.listen_metrics.host, config_.listen_metrics.port));
   }
   threads_.emplace_back([this] {
+    SetThreadName("epoch-raft");
     auto guard = asio::make_work_guard(raft_io_);
     raft_io_.run();
   });
   threads_.emplace_back([this] {
+    SetThreadName("epoch-peer");
     auto guard = asio::make_work_guard(net_io_);
     net_io_.run();
   });

@@ -7,6 +7,7 @@
 
 #include "epoch/raft/conf_change.h"
 #include "epoch/server/peer_codec.h"
+#include "epoch/thread_name.h"
 #include "snapshot_io.h"
 
 namespace epoch::server {
@@ -47,7 +48,10 @@ Status SnapshotManager::Start() {
   if (ec) return Status::IOError(fmt::format("create {}: {}", root_, ec.message()));
   work_.emplace(asio::make_work_guard(io_));
   running_ = true;
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    SetThreadName("epoch-snapshot");
+    io_.run();
+  });
   asio::post(io_, [this] { ScheduleHousekeeping(); });
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "epoch/server/watch_session.h"
+#include "epoch/thread_name.h"
 #include "grpc_util.h"
 
 namespace epoch::server {
@@ -137,6 +138,7 @@ WatchService::WatchService(NodeContext& node, WatchServiceOptions options)
   ScheduleProgressTick();
   ScheduleLeaderCheck();
   thread_ = std::thread([this] {
+    SetThreadName("epoch-watch");
     auto guard = asio::make_work_guard(io_);
     io_.run();
   });

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "epoch/thread_name.h"
 #include "recovery.h"
 #include "wal_internal.h"
 
@@ -47,12 +48,21 @@ Result<std::unique_ptr<Wal>> Wal::Open(FileSystem& fs, std::string dir, Options 
   }
   std::unique_ptr<Wal> wal(new Wal(fs, std::move(dir), std::move(options)));
   EPOCH_RETURN_IF_ERROR(wal->Recover());
-  wal->prealloc_thread_ = std::thread([w = wal.get()] { w->PreallocLoop(); });
+  wal->prealloc_thread_ = std::thread([w = wal.get()] {
+    SetThreadName("wal-prealloc");
+    w->PreallocLoop();
+  });
   wal->RequestPrealloc(wal->current_seq_ + 1);
   if (!wal->options_.inline_callbacks) {
-    wal->completion_thread_ = std::thread([w = wal.get()] { w->CompletionLoop(); });
+    wal->completion_thread_ = std::thread([w = wal.get()] {
+      SetThreadName("wal-complete");
+      w->CompletionLoop();
+    });
   }
-  wal->sync_thread_ = std::thread([w = wal.get()] { w->SyncLoop(); });
+  wal->sync_thread_ = std::thread([w = wal.get()] {
+    SetThreadName("wal-sync");
+    w->SyncLoop();
+  });
   return wal;
 }
 
