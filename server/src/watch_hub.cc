@@ -15,12 +15,14 @@ std::size_t EventBytes(const std::vector<mvccpb::Event>& events) {
   return bytes;
 }
 
-void EraseWatcher(std::vector<std::shared_ptr<Watcher>>* list,
+// True if `watcher` was in `list`.
+bool EraseWatcher(std::vector<std::shared_ptr<Watcher>>* list,
                   const std::shared_ptr<Watcher>& watcher) {
   auto it = std::find(list->begin(), list->end(), watcher);
-  if (it == list->end()) return;
+  if (it == list->end()) return false;
   std::swap(*it, list->back());
   list->pop_back();
+  return true;
 }
 
 }  // namespace
@@ -42,6 +44,7 @@ WatchHub::WatchHub(const KvStore& store, asio::any_io_executor dispatch,
 
 void WatchHub::Publish(Revision revision, const std::vector<mvccpb::Event>& events) {
   if (events.empty()) return;
+  if (watchers_.load() == 0 && SkipUnwatchedRevision(revision)) return;
   std::lock_guard lock(inbox_mu_);
   if (detached_) return;
   if (revision <= last_published_) {
@@ -59,6 +62,23 @@ void WatchHub::Publish(Revision revision, const std::vector<mvccpb::Event>& even
     inbox_bytes_ += bytes;
   }
   ScheduleDispatchLocked();
+}
+
+// With no watcher and nothing queued, a revision has nobody to go to: it is marked dispatched at
+// once instead of being copied into the inbox and handed to the dispatch thread (a copy of every
+// event with both values, and a thread wake-up per applied batch, for nothing). A watcher added
+// later reads these revisions from history, as it reads any revision up to dispatched_.
+bool WatchHub::SkipUnwatchedRevision(Revision revision) {
+  std::lock_guard hub(mu_);  // mu_ before inbox_mu_: never the other way round
+  std::lock_guard lock(inbox_mu_);
+  if (detached_ || watchers_.load() != 0 || !progress_waiters_.empty() || !inbox_.empty() ||
+      dispatch_scheduled_ || revision <= last_published_) {
+    return false;
+  }
+  last_published_ = revision;
+  dispatched_ = revision;
+  ++stats_.unwatched;
+  return true;
 }
 
 void WatchHub::Resync() {
@@ -200,6 +220,7 @@ WatchHubStats WatchHub::stats() const {
 }
 
 void WatchHub::AddLocked(const std::shared_ptr<Watcher>& watcher) {
+  watchers_.fetch_add(1);
   if (watcher->spec.single_key()) {
     key_watchers_[watcher->spec.key].push_back(watcher);
   } else {
@@ -208,10 +229,13 @@ void WatchHub::AddLocked(const std::shared_ptr<Watcher>& watcher) {
 }
 
 void WatchHub::RemoveLocked(const std::shared_ptr<Watcher>& watcher) {
-  if (!watcher->spec.single_key()) return EraseWatcher(&range_watchers_, watcher);
+  if (!watcher->spec.single_key()) {
+    if (EraseWatcher(&range_watchers_, watcher)) watchers_.fetch_sub(1);
+    return;
+  }
   auto it = key_watchers_.find(watcher->spec.key);
   if (it == key_watchers_.end()) return;
-  EraseWatcher(&it->second, watcher);
+  if (EraseWatcher(&it->second, watcher)) watchers_.fetch_sub(1);
   if (it->second.empty()) key_watchers_.erase(it);
 }
 

@@ -64,6 +64,31 @@ TEST_CASE("replay then live: applied-but-undispatched revisions are neither lost
   CHECK(s.received()[0].header().revision() == 11);
 }
 
+// With nobody watching, an applied revision is marked dispatched at once: no copy of its events,
+// no dispatch round. A watcher that arrives later reads those revisions from history and then
+// gets live events; once it is gone, revisions skip the hub again.
+TEST_CASE("revisions applied while nobody watches skip the dispatch and come from history",
+          "[watch][hub]") {
+  WatchFixture f;
+  for (int i = 0; i < 5; ++i) f.Put("k", std::to_string(i));  // revs 2..6
+  CHECK(f.hub().stats().unwatched == 5);
+  CHECK(f.hub().dispatched_revision() == Revision(6));
+  CHECK(f.RunDispatch() == 0);  // nothing was queued
+
+  FakeStream s(f);
+  s.Create(CreateReq("k", "", 2));
+  f.Put("k", "live");  // rev 7: a watcher exists, so it goes through the inbox
+  Settle(f, {&s});
+  CHECK(f.hub().stats().unwatched == 5);
+  CHECK(RevisionsOf(EventsOf(s.received())) == Range(2, 7));
+
+  s.Cancel(0);
+  Settle(f, {&s});
+  f.Put("k", "after");  // rev 8
+  CHECK(f.hub().stats().unwatched == 6);
+  CHECK(f.hub().dispatched_revision() == Revision(8));
+}
+
 TEST_CASE("start_revision equal to the dispatched revision replays just that revision",
           "[watch][hub]") {
   WatchFixture f;

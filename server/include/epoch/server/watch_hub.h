@@ -26,6 +26,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -63,6 +64,7 @@ struct WatchHubStats {
   std::uint64_t fallbacks = 0;      // synced watchers that fell back to history (slow or gap)
   std::uint64_t history_reads = 0;  // ReadEvents calls by catching-up watchers
   std::uint64_t gaps = 0;           // inbox overflows and revision jumps
+  std::uint64_t unwatched = 0;      // revisions applied with no watcher: marked dispatched at once
   std::size_t watchers = 0;         // registered now
 };
 
@@ -117,6 +119,7 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
 
   WatchHub(const KvStore& store, asio::any_io_executor dispatch, asio::any_io_executor reads,
            WatchHubOptions options);
+  bool SkipUnwatchedRevision(Revision revision);
   void PushGapLocked(Revision through);  // inbox_mu_ held
   void ScheduleDispatchLocked();         // inbox_mu_ held
   void Dispatch();
@@ -131,8 +134,11 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   asio::any_io_executor reads_;
   const WatchHubOptions options_;
 
+  // Watchers registered (AddLocked - RemoveLocked); written under mu_, read without it as a hint.
+  std::atomic<std::size_t> watchers_{0};
+
   // Inbox: filled on the driver strand, drained by Dispatch(). Guarded by inbox_mu_, which is
-  // never held while taking mu_.
+  // never held while taking mu_ (SkipUnwatchedRevision takes mu_ first, then inbox_mu_).
   std::mutex inbox_mu_;
   std::deque<Published> inbox_;
   std::size_t inbox_bytes_ = 0;
