@@ -91,6 +91,7 @@ void RaftDriver::ScheduleTick() {
 
 void RaftDriver::OnTick() {
   CatchUpTicks();
+  ScheduleReadFlush();  // past the gate of an unanswered request
   MaybeHandleReady();
   PublishStatus();
   if (tick_hook_) tick_hook_();
@@ -178,15 +179,21 @@ void RaftDriver::ReadIndex(ReadCallback done) {
       ServeWaitingReads();
       return;
     }
-    // Reads that arrive while a request is queued share it (as etcd's read loop does): it is
-    // made after each of them arrived, so its index covers every write they must see. Under load
-    // this is one ReadIndex round trip per strand turn instead of one per read.
+    // Reads that arrive while a request is queued or in flight share the next one (as etcd's
+    // read loop does): it is made after each of them arrived, so its index covers every write
+    // they must see. Under load this is one ReadIndex round trip per round trip, not per read.
     read_batch_.push_back(std::move(done));
-    if (!read_flush_scheduled_) {
-      read_flush_scheduled_ = true;
-      asio::post(strand_, [this] { FlushReads(); });
-    }
+    ScheduleReadFlush();
   });
+}
+
+// One ReadIndex request in flight at a time. One that gets no answer (a dropped message) stops
+// holding the next back after kReadGateTicks: the reads behind it are not stalled longer.
+void RaftDriver::ScheduleReadFlush() {
+  if (read_flush_scheduled_ || read_batch_.empty()) return;
+  if (read_in_flight_ != 0 && ticks_done_ - read_in_flight_since_ < kReadGateTicks) return;
+  read_flush_scheduled_ = true;
+  asio::post(strand_, [this] { FlushReads(); });
 }
 
 void RaftDriver::FlushReads() {
@@ -207,6 +214,8 @@ void RaftDriver::FlushReads() {
   counters_.read_index_reads += batch.size();
   ++counters_.read_index_requests;
   PublishCounters();
+  read_in_flight_ = context;
+  read_in_flight_since_ = ticks_done_;
   pending_reads_.emplace(context, std::move(batch));
   MaybeHandleReady();
 }
@@ -338,19 +347,24 @@ void RaftDriver::ApplyCommitted(const std::vector<raft::Entry>& entries) {
 
 void RaftDriver::ServeReadStates(const std::vector<raft::ReadState>& states) {
   for (const raft::ReadState& rs : states) {
-    auto it = pending_reads_.find(rs.context);
-    if (it == pending_reads_.end()) continue;
+    if (rs.context == read_in_flight_) read_in_flight_ = 0;
+    // The index also covers every earlier request still pending (contexts grow): their reads
+    // arrived before this request was made. A request whose answer was lost is served here.
+    auto end = pending_reads_.upper_bound(rs.context);
+    if (end == pending_reads_.begin()) continue;
     // Keep the queue ordered by index so one pass serves every read the apply reached.
     auto pos = reads_waiting_apply_.end();
     while (pos != reads_waiting_apply_.begin() && std::prev(pos)->index > rs.index) --pos;
-    auto offset = pos - reads_waiting_apply_.begin();
-    for (ReadCallback& done : it->second) {
-      reads_waiting_apply_.insert(reads_waiting_apply_.begin() + offset++,
-                                  WaitingRead{rs.index, std::move(done)});
+    std::vector<WaitingRead> served;
+    for (auto it = pending_reads_.begin(); it != end; ++it) {
+      for (ReadCallback& done : it->second) served.push_back({rs.index, std::move(done)});
     }
-    pending_reads_.erase(it);
+    reads_waiting_apply_.insert(pos, std::make_move_iterator(served.begin()),
+                                std::make_move_iterator(served.end()));
+    pending_reads_.erase(pending_reads_.begin(), end);
   }
   ServeWaitingReads();
+  ScheduleReadFlush();  // the reads that queued behind the answered request
 }
 
 void RaftDriver::ServeWaitingReads() {
@@ -369,6 +383,8 @@ void RaftDriver::OnSoftState(const raft::SoftState& soft) {
     ++counters_.leader_changes;
     // A ReadIndex request in flight to (or at) the old leader may never be answered.
     FailAllReads(LeaderChanged());
+    read_in_flight_ = 0;
+    ScheduleReadFlush();  // reads not yet sent go to the new leader
     last_leader_ = soft.leader;
   }
 }

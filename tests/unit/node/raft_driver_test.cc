@@ -431,6 +431,33 @@ TEST_CASE("driver: the lease fast path ends before a leadership transfer can sen
   CHECK_FALSE(during_transfer);
 }
 
+// One ReadIndex request is in flight at a time; one whose message was lost holds the next back
+// for a bounded time only, and the next request's answer serves the reads of the lost one too.
+TEST_CASE("driver: a lost ReadIndex request neither stalls later reads nor strands its own",
+          "[server][driver][read]") {
+  Cluster c(3);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  NodeId follower(leader.value() % 3 + 1);
+  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  auto first = std::make_shared<std::promise<Status>>();
+  auto first_done = first->get_future();
+  c.partitioned[follower.value()] = true;  // the request goes nowhere
+  c.member(follower).driver->ReadIndex([first](const Status& s) { first->set_value(s); });
+  std::this_thread::sleep_for(30ms);  // several ticks: past the in-flight gate
+  c.partitioned[follower.value()] = false;
+  Status second = c.Read(follower);
+  // An election may happen meanwhile on a slow machine (both reads then fail, retryably).
+  REQUIRE(first_done.wait_for(10s) == std::future_status::ready);
+  Status first_status = first_done.get();
+  INFO(first_status.ToString() << " / " << second.ToString());
+  CHECK(first_status.ok() == second.ok());
+  if (c.member(follower).driver->status().leader_changes == 1) {
+    CHECK(first_status.ok());
+    CHECK(second.ok());
+  }
+}
+
 TEST_CASE("driver: a persist failure is fail-stop", "[server][driver]") {
   Cluster c(3);
   NodeId leader = c.WaitForLeader();
