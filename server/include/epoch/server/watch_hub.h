@@ -79,7 +79,9 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
 
   // --- driver strand ---
   // The events of one applied entry at `revision` (ApplyResult). Entries without events are
-  // ignored. Cheap: copies the events into the inbox and schedules a round.
+  // ignored. Cheap: copies the events into the inbox and schedules a round — or, with no
+  // watcher and nothing queued, only marks the revision dispatched (later watchers read it from
+  // history).
   void Publish(Revision revision, const std::vector<mvccpb::Event>& events);
   // When the store holds revisions that were never published (a snapshot replaced it), every
   // watcher re-reads history from its position. Cheap otherwise; the watch service calls it
