@@ -91,7 +91,6 @@ void RaftDriver::ScheduleTick() {
 
 void RaftDriver::OnTick() {
   CatchUpTicks();
-  ScheduleReadFlush();  // past the gate of an unanswered request
   MaybeHandleReady();
   PublishStatus();
   if (tick_hook_) tick_hook_();
@@ -179,19 +178,16 @@ void RaftDriver::ReadIndex(ReadCallback done) {
       ServeWaitingReads();
       return;
     }
-    // Reads that arrive while a request is queued or in flight share the next one (as etcd's
-    // read loop does): it is made after each of them arrived, so its index covers every write
-    // they must see. Under load this is one ReadIndex round trip per round trip, not per read.
+    // Reads that arrive while a request is queued share it (as etcd's read loop does): it is
+    // made after each of them arrived, so its index covers every write they must see. Under load
+    // this is one ReadIndex round trip per strand turn instead of one per read.
     read_batch_.push_back(std::move(done));
     ScheduleReadFlush();
   });
 }
 
-// One ReadIndex request in flight at a time. One that gets no answer (a dropped message) stops
-// holding the next back after kReadGateTicks: the reads behind it are not stalled longer.
 void RaftDriver::ScheduleReadFlush() {
   if (read_flush_scheduled_ || read_batch_.empty()) return;
-  if (read_in_flight_ != 0 && ticks_done_ - read_in_flight_since_ < kReadGateTicks) return;
   read_flush_scheduled_ = true;
   asio::post(strand_, [this] { FlushReads(); });
 }
@@ -214,8 +210,6 @@ void RaftDriver::FlushReads() {
   counters_.read_index_reads += batch.size();
   ++counters_.read_index_requests;
   PublishCounters();
-  read_in_flight_ = context;
-  read_in_flight_since_ = ticks_done_;
   pending_reads_.emplace(context, std::move(batch));
   MaybeHandleReady();
 }
@@ -347,7 +341,6 @@ void RaftDriver::ApplyCommitted(const std::vector<raft::Entry>& entries) {
 
 void RaftDriver::ServeReadStates(const std::vector<raft::ReadState>& states) {
   for (const raft::ReadState& rs : states) {
-    if (rs.context == read_in_flight_) read_in_flight_ = 0;
     // The index also covers every earlier request still pending (contexts grow): their reads
     // arrived before this request was made. A request whose answer was lost is served here.
     auto end = pending_reads_.upper_bound(rs.context);
@@ -364,7 +357,6 @@ void RaftDriver::ServeReadStates(const std::vector<raft::ReadState>& states) {
     pending_reads_.erase(pending_reads_.begin(), end);
   }
   ServeWaitingReads();
-  ScheduleReadFlush();  // the reads that queued behind the answered request
 }
 
 void RaftDriver::ServeWaitingReads() {
@@ -383,8 +375,6 @@ void RaftDriver::OnSoftState(const raft::SoftState& soft) {
     ++counters_.leader_changes;
     // A ReadIndex request in flight to (or at) the old leader may never be answered.
     FailAllReads(LeaderChanged());
-    read_in_flight_ = 0;
-    ScheduleReadFlush();  // reads not yet sent go to the new leader
     last_leader_ = soft.leader;
   }
 }

@@ -431,8 +431,8 @@ TEST_CASE("driver: the lease fast path ends before a leadership transfer can sen
   CHECK_FALSE(during_transfer);
 }
 
-// One ReadIndex request is in flight at a time; one whose message was lost holds the next back
-// for a bounded time only, and the next request's answer serves the reads of the lost one too.
+// A ReadIndex request whose message was lost used to strand its reads until a leader change; the
+// answer to a later request serves them too (its index covers every read that came before it).
 TEST_CASE("driver: a lost ReadIndex request neither stalls later reads nor strands its own",
           "[server][driver][read]") {
   Cluster c(3);
@@ -444,7 +444,7 @@ TEST_CASE("driver: a lost ReadIndex request neither stalls later reads nor stran
   auto first_done = first->get_future();
   c.partitioned[follower.value()] = true;  // the request goes nowhere
   c.member(follower).driver->ReadIndex([first](const Status& s) { first->set_value(s); });
-  std::this_thread::sleep_for(30ms);  // several ticks: past the in-flight gate
+  std::this_thread::sleep_for(30ms);  // several ticks
   c.partitioned[follower.value()] = false;
   Status second = c.Read(follower);
   // An election may happen meanwhile on a slow machine (both reads then fail, retryably).

@@ -197,11 +197,6 @@ class RaftDriver {
   // Reads that arrived since the last ReadIndex request was made; they share the next one.
   std::vector<ReadCallback> read_batch_;
   bool read_flush_scheduled_ = false;
-  // The newest ReadIndex request (its context, 0: none in flight) and the tick it was made at.
-  // The next batch waits for its answer, for at most kReadGateTicks.
-  static constexpr std::int64_t kReadGateTicks = 2;
-  std::uint64_t read_in_flight_ = 0;
-  std::int64_t read_in_flight_since_ = 0;
   std::map<std::uint64_t, std::vector<ReadCallback>> pending_reads_;  // by ReadIndex context
   std::deque<WaitingRead> reads_waiting_apply_;                       // ascending index
   NodeId last_leader_;
