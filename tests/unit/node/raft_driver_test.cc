@@ -369,22 +369,29 @@ TEST_CASE("driver: a leader whose process was paused does not serve reads from i
   CHECK(c.member(leader).driver->status().lease_reads == lease_reads);
 }
 
+// A leader that has written once and whose lease the fast path serves (polled: the lease starts
+// with the first quorum round after the write).
+NodeId SettledLeaseLeader(Cluster& c) {
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  bool served = false;
+  for (int i = 0; i < 400 && !served; ++i) {
+    served = c.member(leader).driver->TryLeaseRead();
+    if (!served) std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(served);
+  return leader;
+}
+
 // The lease fast path (TryLeaseRead, off the strand) decides as the strand would: it serves a
 // settled leader, never a follower, and ends at once when the process was paused past the lease
 // (no strand turn is needed to notice) or a leadership transfer starts.
 TEST_CASE("driver: the lease fast path serves only a leader whose lease holds in real time",
           "[server][driver][read]") {
   Cluster c(3, 20ms);
-  NodeId leader = c.WaitForLeader();
-  REQUIRE(leader != raft::kNoNode);
-  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  const NodeId leader = SettledLeaseLeader(c);
   RaftDriver& d = *c.member(leader).driver;
-  bool served = false;
-  for (int i = 0; i < 400 && !served; ++i) {
-    served = d.TryLeaseRead();
-    if (!served) std::this_thread::sleep_for(5ms);
-  }
-  REQUIRE(served);
   CHECK(d.status().lease_reads > 0);
   NodeId follower(leader.value() % 3 + 1);
   CHECK_FALSE(c.member(follower).driver->TryLeaseRead());
@@ -406,16 +413,8 @@ TEST_CASE("driver: the lease fast path serves only a leader whose lease holds in
 TEST_CASE("driver: the lease fast path ends before a leadership transfer can send TimeoutNow",
           "[server][driver][read]") {
   Cluster c(3, 20ms);
-  NodeId leader = c.WaitForLeader();
-  REQUIRE(leader != raft::kNoNode);
-  REQUIRE(c.Put(leader, "k", "v").first.ok());
+  const NodeId leader = SettledLeaseLeader(c);
   RaftDriver& d = *c.member(leader).driver;
-  bool served = false;
-  for (int i = 0; i < 400 && !served; ++i) {
-    served = d.TryLeaseRead();
-    if (!served) std::this_thread::sleep_for(5ms);
-  }
-  REQUIRE(served);
   // Hold the strand after the transfer call, so the lease is checked before anything else runs.
   auto started = std::make_shared<std::promise<Status>>();
   std::promise<void> release;
