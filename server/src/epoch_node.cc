@@ -245,14 +245,17 @@ void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
 
 Status EpochNode::Impl::StartNetwork() {
   // Name the read pool's threads: one task per thread, each holding its thread until all ran.
-  std::latch named(kReadThreads);
+  // The latch is shared: a task may still be inside arrive_and_wait() after this function has
+  // returned (a latch on this stack once left a read thread waiting on a dead frame, and the
+  // node's shutdown hung joining it).
+  auto named = std::make_shared<std::latch>(kReadThreads + 1);
   for (int i = 0; i < kReadThreads; ++i) {
-    asio::post(read_pool_, [&named] {
+    asio::post(read_pool_, [named] {
       SetThreadName("epoch-read");
-      named.arrive_and_wait();
+      named->arrive_and_wait();
     });
   }
-  named.wait();
+  named->arrive_and_wait();
   PeerTransportOptions topts;
   topts.self = config_.self_id();
   topts.cluster_id = config_.cluster_id();
