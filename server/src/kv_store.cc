@@ -347,9 +347,7 @@ Status KvStore::MigrateSingleFamily() {
   EPOCH_RETURN_IF_ERROR(FromRocks(
       db_->Put(NoWalWrite(), handles_[0], MetaKey(kMetaFormat), EncodeInt64(kFormatVersion)),
       "write format"));
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  return FromRocks(db_->Flush(fo, handles_), "flush");
+  return Flush().status();
 }
 
 StoreFamilies KvStore::families() const { return StoreFamilies{handles_[0], handles_[1]}; }

@@ -214,8 +214,7 @@ Revision WatchHub::dispatched_revision() const {
 WatchHubStats WatchHub::stats() const {
   std::lock_guard lock(mu_);
   WatchHubStats s = stats_;
-  s.watchers = range_watchers_.size();
-  for (const auto& [key, list] : key_watchers_) s.watchers += list.size();
+  s.watchers = watchers_.load();
   return s;
 }
 
