@@ -71,6 +71,7 @@ class Raft {
   void OnApplied(LogIndex index, const std::vector<Entry>& conf_changes, std::uint64_t bytes);
   void ObservePersistLatency(std::int64_t ticks);
   [[nodiscard]] std::vector<Entry> NextCommittedEntries() const;
+  [[nodiscard]] std::size_t CountDurable(const std::vector<Entry>& committed) const;
   [[nodiscard]] bool HasCommittedEntriesToApply() const;
   std::vector<Message> TakeMessages();
   std::vector<Message> TakeMessagesAfterPersist();

@@ -12,6 +12,18 @@ std::vector<Entry> Raft::NextCommittedEntries() const {
                     config_.max_committed_bytes_per_ready);
 }
 
+// The committed entries at or below the durable index: persisted by an Advanced Ready, and not
+// replaced by anything in the unstable part (a conflicting append lowers the durable index to
+// below the conflict; a pending snapshot makes it 0).
+std::size_t Raft::CountDurable(const std::vector<Entry>& committed) const {
+  if (config_.mutations.apply_before_durable) return committed.size();
+  const LogIndex durable = log_.DurableIndex();
+  return static_cast<std::size_t>(
+      std::partition_point(committed.begin(), committed.end(),
+                           [durable](const Entry& e) { return e.index <= durable; }) -
+      committed.begin());
+}
+
 bool Raft::HasCommittedEntriesToApply() const {
   // A received snapshot is installed (and so "applied") before any entry after it.
   return !log_.HasPendingSnapshot() && log_.committed() > applying_;
@@ -51,6 +63,7 @@ Ready Raft::GetReady() {
   rd.entries = log_.EntriesToPersist();
   if (!rd.entries.empty()) rec.last_entry = {rd.entries.back().index, rd.entries.back().term};
   rd.committed_entries = NextCommittedEntries();
+  rd.durable_committed = CountDurable(rd.committed_entries);
   if (!rd.committed_entries.empty()) {
     rec.applied_to = rd.committed_entries.back().index;
     applying_ = *rec.applied_to;

@@ -20,7 +20,7 @@ bool CarriesRequest(const raft::Entry& e) {
 
 }  // namespace
 
-std::vector<ApplyOutcome> KvStateMachine::Apply(const std::vector<raft::Entry>& entries) {
+std::vector<ApplyOutcome> KvStateMachine::Apply(std::span<const raft::Entry> entries) {
   std::vector<ApplyOutcome> out;
   out.reserve(entries.size());
   std::size_t i = 0;
@@ -40,7 +40,7 @@ std::vector<ApplyOutcome> KvStateMachine::Apply(const std::vector<raft::Entry>& 
   return out;
 }
 
-void KvStateMachine::ApplyRun(const std::vector<raft::Entry>& entries, std::size_t begin,
+void KvStateMachine::ApplyRun(std::span<const raft::Entry> entries, std::size_t begin,
                               std::size_t end, std::vector<ApplyOutcome>* out) {
   // The requests live only for this call: one arena instead of an allocation per string field.
   google::protobuf::Arena arena;

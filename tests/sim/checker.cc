@@ -125,7 +125,15 @@ void InvariantChecker::OnReady(NodeId id, raft::Role role, Term term, const Chai
   }
 }
 
-void InvariantChecker::OnApply(NodeId id, const raft::Entry& entry, std::int64_t now) {
+void InvariantChecker::OnApply(NodeId id, const ChainLog& durable, const raft::Entry& entry,
+                               std::int64_t now) {
+  // An entry is applied only once the node's own log holds it durably: otherwise a crash could
+  // leave the state machine ahead of the log it replays (ready.h, durable_committed).
+  if (!durable.Has(entry.index) || durable.TermAt(entry.index) != entry.term) {
+    Report(Invariant::kDurability, now,
+           fmt::format("node {} applied entry {} (term {}) before its own log held it durably", id,
+                       entry.index, entry.term));
+  }
   auto i = static_cast<std::size_t>(entry.index.value());
   std::uint64_t h = ChainLog::EntryHash(entry);
   if (i >= applied_.size()) applied_.resize(i + 1, 0);

@@ -77,7 +77,7 @@ class InvariantChecker {
                std::int64_t now);
   // Entries [from, mirror.last()] were just (re)written in the node's mirrored log.
   void OnAppend(NodeId id, const ChainLog& mirror, LogIndex from, std::int64_t now);
-  void OnApply(NodeId id, const raft::Entry& entry, std::int64_t now);
+  void OnApply(NodeId id, const ChainLog& durable, const raft::Entry& entry, std::int64_t now);
   // The core confirmed a read by its lease (ReadIndex returned kLease) at `term`.
   void OnLeaseRead(NodeId id, Term term, std::int64_t now);
   // After every simulation step. nodes[i] has id i + 1. `voter_sets`: the configurations nodes

@@ -33,6 +33,7 @@ std::string_view MutationName(Mutation mutation) {
     case Mutation::kVoteWhileLeaderLive: return "vote_while_leader_live";
     case Mutation::kReplyBeforePersist: return "reply_before_persist";
     case Mutation::kReadIndexWithoutQuorum: return "read_index_without_quorum";
+    case Mutation::kApplyBeforeDurable: return "apply_before_durable";
   }
   return "?";
 }

@@ -45,8 +45,9 @@ enum class Mutation : std::uint8_t {
   kVoteWhileLeaderLive,
   kReplyBeforePersist,
   kReadIndexWithoutQuorum,
+  kApplyBeforeDurable,
 };
-inline constexpr int kMutationCount = 7;
+inline constexpr int kMutationCount = 8;
 [[nodiscard]] std::string_view MutationName(Mutation mutation);
 [[nodiscard]] std::optional<Mutation> ParseMutation(std::string_view name);
 

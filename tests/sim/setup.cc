@@ -110,6 +110,13 @@ void Simulation::AdjustForMutation() {
       s.rho = 0.5;
       SetWeight(s, FaultKind::kPartitionLeaderIsolated, 10);
       break;
+    case Mutation::kApplyBeforeDurable:
+      // Followers get entries and the commit index that covers them in one append: slow disks
+      // leave them applied before they are written.
+      s.disk_min_us = 1000;
+      s.disk_max_us = 20000;
+      SetWeight(s, FaultKind::kSlowDisk, 4);
+      break;
   }
 }
 
@@ -126,6 +133,7 @@ raft::Config Simulation::NodeConfig(int index) const {
   m.vote_while_leader_live = options_.mutation == Mutation::kVoteWhileLeaderLive;
   m.reply_before_persist = options_.mutation == Mutation::kReplyBeforePersist;
   m.read_index_without_quorum = options_.mutation == Mutation::kReadIndexWithoutQuorum;
+  m.apply_before_durable = options_.mutation == Mutation::kApplyBeforeDurable;
   Status valid = c.Validate();
   if (!valid.ok()) {
     fmt::print(stderr, "simulator built an invalid raft::Config: {}\n", valid.ToString());

@@ -193,6 +193,9 @@ void SimNode::Drive() {
       Finish(std::move(ready));
       continue;
     }
+    // Entries an earlier Ready made durable are applied while this one is written (ready.h).
+    for (std::size_t i = 0; i < ready.durable_committed; ++i) Apply(ready.committed_entries[i]);
+    ServeReads();
     std::int64_t start = std::max(now, disk.stalled_until_us);
     std::int64_t done =
         start + rng_.Range(disk.latency_min_us, disk.latency_max_us) + disk.slow_extra_us;
@@ -237,6 +240,7 @@ void SimNode::PersistToDisk(const Ready& ready) {
 void SimNode::Finish(Ready ready) {
   PersistToDisk(ready);
   for (const raft::Message& m : ready.messages_after_persist) host_.SendPeer(m);
+  // Apply() skips those applied before the write (durable_committed).
   for (const raft::Entry& e : ready.committed_entries) Apply(e);
   ServeReads();
   core_->Advance(ready);
@@ -258,7 +262,7 @@ void SimNode::MaybeCompact() {
 
 void SimNode::Apply(const raft::Entry& entry) {
   if (entry.index <= applied_) return;  // already in the state machine
-  host_.checker().OnApply(config_.id, entry, host_.Now());
+  host_.checker().OnApply(config_.id, durable_chain_, entry, host_.Now());
   applied_ = entry.index;
   lincheck::KvOutput out;
   if (entry.type == raft::EntryType::kConfChange) host_.OnConfChangeApplied(entry);

@@ -88,6 +88,9 @@ TEST_CASE("mutation reply_before_persist is caught", "[sim][mutation]") {
 TEST_CASE("mutation read_index_without_quorum is caught", "[sim][mutation]") {
   ExpectCaught(Mutation::kReadIndexWithoutQuorum);
 }
+TEST_CASE("mutation apply_before_durable is caught", "[sim][mutation]") {
+  ExpectCaught(Mutation::kApplyBeforeDurable);
+}
 
 // Failover in simulated time (deterministic): leader crash -> a new leader committed in its term,
 // at the core's default timing on a quiet LAN. Goal of issue 3: p99 < 450 ms, p50 < 250 ms.

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -24,7 +26,7 @@ using namespace std::chrono_literals;
 class ToyStateMachine final : public StateMachine {
  public:
   LogIndex AppliedIndex() const override { return applied_.load(); }
-  std::vector<ApplyOutcome> Apply(const std::vector<raft::Entry>& entries) override {
+  std::vector<ApplyOutcome> Apply(std::span<const raft::Entry> entries) override {
     std::vector<ApplyOutcome> out;
     for (const raft::Entry& e : entries) {
       ApplyOutcome o;
@@ -71,13 +73,32 @@ class FailingLog final : public DurableLog {
   void Persist(const std::optional<raft::SnapshotMeta>& s, const std::vector<raft::Entry>& e,
                const std::optional<raft::HardState>& h, bool sync, DoneCallback done) override {
     if (fail.load() && !e.empty()) return done(Status::IOError("fdatasync: Input/output error"));
+    if (hold.load() && !e.empty()) {
+      // A slow disk: the write completes when the test releases it.
+      held_.push_back([this, s, e, h, sync, done = std::move(done)]() mutable {
+        inner_.Persist(s, e, h, sync, std::move(done));
+      });
+      held_count.store(held_.size());
+      return;
+    }
     inner_.Persist(s, e, h, sync, std::move(done));
   }
   Status Compact(LogIndex i, const raft::ConfState& c) override { return inner_.Compact(i, c); }
+  // Completes the oldest held write. Call on the driver's strand, as Persist is.
+  void ReleaseOne() {
+    if (held_.empty()) return;
+    auto write = std::move(held_.front());
+    held_.pop_front();
+    held_count.store(held_.size());
+    write();
+  }
   std::atomic<bool> fail{false};
+  std::atomic<bool> hold{false};
+  std::atomic<std::size_t> held_count{0};
 
  private:
   MemoryDurableLog inner_;
+  std::deque<std::function<void()>> held_;  // on the driver's strand
 };
 
 class Cluster;
@@ -172,6 +193,20 @@ class Cluster {
     });
     REQUIRE(future.wait_for(10s) == std::future_status::ready);
     return future.get();
+  }
+
+  std::future<std::pair<Status, v1::InternalResponse>> ProposePut(NodeId via,
+                                                                  const std::string& key,
+                                                                  const std::string& value) {
+    v1::InternalRequest req;
+    req.mutable_put()->set_key(key);
+    req.mutable_put()->set_value(value);
+    auto done = std::make_shared<std::promise<std::pair<Status, v1::InternalResponse>>>();
+    auto future = done->get_future();
+    member(via).driver->Propose(req, [done](const Status& s, const v1::InternalResponse& r) {
+      done->set_value({s, r});
+    });
+    return future;
   }
 
   Status Read(NodeId via) {
@@ -455,6 +490,57 @@ TEST_CASE("driver: a lost ReadIndex request neither stalls later reads nor stran
     CHECK(first_status.ok());
     CHECK(second.ok());
   }
+}
+
+// Polls `cond` (real time, bounded): the drivers publish their status on each tick.
+template <typename Cond>
+bool Eventually(Cond cond, std::chrono::milliseconds deadline = 10s) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+TEST_CASE("driver: a committed entry is answered while the leader's next write is in flight",
+          "[server][driver]") {
+  // Ticks long enough that the followers do not campaign while the leader's writes are held
+  // (a held write also holds its heartbeats).
+  Cluster c(3, 25ms);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  Cluster::Member& m = c.member(leader);
+  REQUIRE(Eventually([&] {
+    DriverStatus s = m.driver->status();
+    return s.applied == s.last_index && s.commit == s.last_index;
+  }));
+  const LogIndex before = m.driver->status().last_index;
+  m.log->hold = true;
+  auto a = c.ProposePut(leader, "a", "1");
+  REQUIRE(Eventually([&] { return m.log->held_count.load() == 1; }));
+  // The followers are a majority: "a" commits while the leader's own write of it is held.
+  REQUIRE(Eventually([&] {
+    DriverStatus s = m.driver->status();
+    return s.last_index > before && s.commit >= s.last_index;
+  }));
+  const LogIndex a_index = m.driver->status().last_index;
+  auto b = c.ProposePut(leader, "b", "2");
+  REQUIRE(Eventually([&] { return m.driver->status().last_index > a_index; }));
+  // The leader's write of "a" completes; the next Ready writes "b" and carries "a" as committed.
+  m.driver->Post([&m] { m.log->ReleaseOne(); });
+  REQUIRE(a.wait_for(5s) == std::future_status::ready);
+  auto [status, response] = a.get();
+  CHECK(status.ok());
+  CHECK(response.put().header().revision() == static_cast<std::int64_t>(a_index.value()));
+  // ... while the write of "b" is still held: "a" did not wait for it.
+  CHECK(m.log->held_count.load() == 1);
+  CHECK(b.wait_for(0s) != std::future_status::ready);
+  CHECK(m.driver->status().leader == leader);
+  m.log->hold = false;
+  m.driver->Post([&m] { m.log->ReleaseOne(); });
+  REQUIRE(b.wait_for(10s) == std::future_status::ready);
+  CHECK(b.get().first.ok());
 }
 
 TEST_CASE("driver: a persist failure is fail-stop", "[server][driver]") {

@@ -54,8 +54,9 @@ TEST_CASE("KvStateMachine runs every applied hook, in order, for each applied en
     calls.push_back(fmt::format("second {} rev {} events {}", index.value(), r.revision.value(),
                                 r.events.size()));
   });
-  std::vector<ApplyOutcome> out =
-      machine.Apply({PutEntry(2, "a", "1"), PutEntry(3, "b", "2"), DeleteEntry(4, "a")});
+  const std::vector<raft::Entry> entries{PutEntry(2, "a", "1"), PutEntry(3, "b", "2"),
+                                         DeleteEntry(4, "a")};
+  std::vector<ApplyOutcome> out = machine.Apply(entries);
   REQUIRE(out.size() == 3);
   CHECK(calls == std::vector<std::string>{"first 2 rev 2 events 1", "second 2 rev 2 events 1",
                                           "first 3 rev 3 events 1", "second 3 rev 3 events 1",

@@ -127,5 +127,24 @@ TEST_CASE("mutation read_index_without_quorum: answers reads with no heartbeat r
   }
 }
 
+TEST_CASE("mutation apply_before_durable: entries of the Ready being written count as durable",
+          "[raft][mutation]") {
+  for (bool mutated : {false, true}) {
+    CAPTURE(mutated);
+    TestCluster c(3, [&](Config& k) { k.mutations.apply_before_durable = mutated; });
+    Message append = Msg(MessageType::kAppendEntries, 2, 1, 2);
+    append.index = Idx(1);
+    append.log_term = T(1);
+    append.entries = EntriesWithTerms(2, {2, 2});
+    append.commit = Idx(3);
+    REQUIRE(c.node(1).Step(append) == StepResult::kOk);
+    Ready rd = c.node(1).GetReady();
+    REQUIRE(rd.committed_entries.size() == 2);
+    CHECK(rd.durable_committed == (mutated ? 2U : 0U));
+    c.log(1).Append(rd.entries);
+    c.node(1).Advance(rd);
+  }
+}
+
 }  // namespace
 }  // namespace epoch::raft::test

@@ -37,11 +37,14 @@ struct Config {
     bool reply_before_persist = false;
     // Answer ReadIndex with the commit index at once, without a heartbeat round (Raft §6.4).
     bool read_index_without_quorum = false;
+    // Report every committed entry as durable (Ready::durable_committed), so the driver applies
+    // entries of the Ready it is still writing.
+    bool apply_before_durable = false;
 
     [[nodiscard]] bool Any() const {
       return no_election_restriction || commit_prior_term_by_counting ||
              lease_without_drift_margin || vote_while_leader_live || reply_before_persist ||
-             read_index_without_quorum;
+             read_index_without_quorum || apply_before_durable;
     }
   };
 

@@ -6,7 +6,8 @@
 //      syncing if must_sync; `messages` may be sent before or while this happens;
 //   2. send messages_after_persist only once step 1 is durable;
 //   3. apply committed_entries in order (kNormal to the state machine; kConfChange entries are
-//      applied by the core itself at Advance, the driver may decode them to connect peers);
+//      applied by the core itself at Advance, the driver may decode them to connect peers); the
+//      first durable_committed of them may be applied before or while step 1 runs;
 //   4. serve read_states once the state machine has applied >= index;
 //   5. call Advance(ready).
 //
@@ -65,6 +66,11 @@ struct Ready {
   // `entries`: persist before applying. After a restart they start right after the snapshot:
   // the driver skips those its state machine has already applied.
   std::vector<Entry> committed_entries;
+  // How many of committed_entries (a prefix) an earlier Ready already made durable and this one
+  // does not overwrite: they may be applied before or while this Ready is persisted (as etcd
+  // applies while its WAL write is in flight), so a commit does not wait for the next fsync.
+  // The rest may be among this Ready's own `entries`: apply them only after step 1.
+  std::size_t durable_committed = 0;
   std::vector<ReadState> read_states;
   // The applied membership changed (after an Advance that applied a kConfChange entry, or a
   // snapshot install): connect to new peers, drop removed ones.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "epoch/server/kv_store.h"
@@ -25,10 +26,10 @@ class KvStateMachine final : public StateMachine {
   void AddAppliedHook(AppliedHook hook) { on_applied_.push_back(std::move(hook)); }
 
   [[nodiscard]] LogIndex AppliedIndex() const override { return store_.AppliedIndex(); }
-  [[nodiscard]] std::vector<ApplyOutcome> Apply(const std::vector<raft::Entry>& entries) override;
+  [[nodiscard]] std::vector<ApplyOutcome> Apply(std::span<const raft::Entry> entries) override;
 
  private:
-  void ApplyRun(const std::vector<raft::Entry>& entries, std::size_t begin, std::size_t end,
+  void ApplyRun(std::span<const raft::Entry> entries, std::size_t begin, std::size_t end,
                 std::vector<ApplyOutcome>* out);
 
   KvStore& store_;

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "epoch/raft/node.h"
@@ -158,7 +159,7 @@ class RaftDriver {
   void ScheduleReadFlush();
   void MaybeHandleReady();
   void AfterPersist(const std::shared_ptr<raft::Ready>& ready, const Status& status);
-  void ApplyCommitted(const std::vector<raft::Entry>& entries);
+  void ApplyCommitted(std::span<const raft::Entry> entries);
   void ServeReadStates(const std::vector<raft::ReadState>& states);
   void ServeWaitingReads();
   void OnSoftState(const raft::SoftState& soft);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "epoch/raft/types.h"
@@ -32,8 +33,7 @@ class StateMachine {
   // Applies `entries` (contiguous, starting at AppliedIndex() + 1): kNormal entries carry a
   // serialized v1::InternalRequest or nothing (a no-op); kConfChange entries only advance the
   // applied index here (the core applies membership). Returns one outcome per entry.
-  [[nodiscard]] virtual std::vector<ApplyOutcome> Apply(
-      const std::vector<raft::Entry>& entries) = 0;
+  [[nodiscard]] virtual std::vector<ApplyOutcome> Apply(std::span<const raft::Entry> entries) = 0;
 };
 
 }  // namespace epoch::server
