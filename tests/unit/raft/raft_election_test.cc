@@ -141,6 +141,37 @@ TEST_CASE(
   CHECK(c.node(2).Step(m) == StepResult::kOk);
 }
 
+TEST_CASE("vote withholding: also in a term an answer moved the voter to without a leader",
+          "[raft][withhold]") {
+  // Regression (sim seed 2122): node 2 heard the live leader, then an answer carrying term T+1
+  // (node 3 rejecting node 2's own pre-vote) moved it to T+1 with no leader; node 3's RequestVote
+  // at T+1 was then granted, electing a leader while the old one's lease still ran.
+  TestCluster c(3);
+  c.BootAndElect(1);
+  const Term term = c.node(1).term();
+  Message answer = Msg(MessageType::kPreVoteResponse, 3, 2, term.value() + 1);
+  answer.reject = true;
+  c.node(2).Step(answer);
+  REQUIRE(c.node(2).term() == term.Next());
+  REQUIRE(c.node(2).leader() == kNoNode);
+  for (MessageType type : {MessageType::kPreVote, MessageType::kRequestVote}) {
+    CAPTURE(MessageTypeName(type));
+    Message m = Msg(type, 3, 2, term.value() + 1);
+    m.index = c.node(3).last_index();
+    m.log_term = term;
+    CHECK(c.node(2).Step(m) == StepResult::kWithheld);
+    CHECK(c.node(2).Status().vote == kNoNode);
+  }
+  // A floor after it last heard the leader, it votes.
+  const int floor = c.at(2).config.election_timeout_min_ticks;
+  for (int i = 0; i < floor; ++i) c.node(2).Tick();
+  Message m = Msg(MessageType::kRequestVote, 3, 2, term.value() + 1);
+  m.index = c.node(3).last_index();
+  m.log_term = term;
+  CHECK(c.node(2).Step(m) == StepResult::kOk);
+  CHECK(c.node(2).Status().vote == Id(3));
+}
+
 TEST_CASE("vote withholding: a request started by TimeoutNow is not withheld", "[raft][withhold]") {
   TestCluster c(3);
   c.BootAndElect(1);
