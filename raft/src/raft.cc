@@ -146,24 +146,17 @@ StepResult Raft::Step(const Message& m) {
     return StepResult::kIgnored;
   }
   const bool vote_request = m.type == MessageType::kRequestVote || m.type == MessageType::kPreVote;
+  if (vote_request && ShouldWithholdVote(m)) {
+    Log(LogLevel::kDebug, "withheld {} from {} at term {}: leader heard {} ticks ago",
+        MessageTypeName(m.type), m.from, m.term, ticks_since_leader_contact_);
+    return StepResult::kWithheld;
+  }
   if (m.term > term_) {
-    if (vote_request && ShouldWithholdVote(m)) {
-      Log(LogLevel::kDebug, "withheld {} from {} at term {}: leader heard {} ticks ago",
-          MessageTypeName(m.type), m.from, m.term, ticks_since_leader_contact_);
-      return StepResult::kWithheld;
-    }
     const bool keeps_term =
         m.type == MessageType::kPreVote || (m.type == MessageType::kPreVoteResponse && !m.reject);
     if (!keeps_term) BecomeFollower(m.term, IsFromLeader(m.type) ? m.from : kNoNode);
   } else if (m.term < term_) {
     return StepStaleTerm(m);
-  } else if (vote_request && leader_ == kNoNode && vote_ != m.from && ShouldWithholdVote(m)) {
-    // Same term, no leader known in it: another message (the term-T+1 answer rejecting our own
-    // pre-vote, say) moved us here without a vote request, so the check above never ran. The
-    // leader we heard within the floor may still hold its lease (sim seed 2122).
-    Log(LogLevel::kDebug, "withheld {} from {} at term {}: leader heard {} ticks ago",
-        MessageTypeName(m.type), m.from, m.term, ticks_since_leader_contact_);
-    return StepResult::kWithheld;
   }
   if (vote_request) {
     HandleVoteRequest(m);

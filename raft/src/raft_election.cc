@@ -66,6 +66,11 @@ bool Raft::ShouldWithholdVote(const Message& m) const {
   // A vote started by TimeoutNow comes from a transfer the leader itself asked for (and it stopped
   // its lease reads first).
   if (m.transfer || config_.mutations.vote_while_leader_live) return false;
+  // A vote for a term below ours elects nobody, nor does one in our term once we know its leader
+  // or have already voted for the sender. Any other vote in our own term counts: another message
+  // (the term-T+1 answer rejecting our own pre-vote, say) can move us to a term without a vote
+  // request, while the leader we heard still holds its lease (sim seed 2122).
+  if (m.term < term_ || (m.term == term_ && (leader_ != kNoNode || vote_ == m.from))) return false;
   if (role_ == Role::kLeader) return true;
   // DESIGN.md §4: the leader lease assumes no voter helps elect a new leader within the election
   // floor after it heard from the current one.

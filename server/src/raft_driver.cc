@@ -271,7 +271,8 @@ void RaftDriver::MaybeHandleReady() {
       sender_.Send(m);
     }
   }
-  if (ready->snapshot || !ready->entries.empty() || ready->hard_state) {
+  const bool persist = ready->snapshot || !ready->entries.empty() || ready->hard_state;
+  if (persist) {
     if (ready->snapshot) {
       // The state machine takes the received image before the meta is persisted: after a crash
       // in between, the old log replays onto a state that is ahead of it (entries at or below
@@ -289,13 +290,12 @@ void RaftDriver::MaybeHandleReady() {
                  [this, ready](Status status) {
                    asio::post(strand_, [this, ready, status] { AfterPersist(ready, status); });
                  });
-    // Committed entries an earlier Ready made durable are applied while this one's write is in
-    // flight: a put is answered one fsync sooner (raft/DESIGN.md §5, step 5).
-    ApplyCommitted(std::span(ready->committed_entries).first(ready->durable_committed));
-    return;
   }
-  ready->durable_committed = 0;  // nothing applied early: AfterPersist applies them all
-  AfterPersist(ready, Status::Ok());
+  // Committed entries an earlier Ready made durable are applied while this one's write is in
+  // flight: a put is answered one fsync sooner (raft/DESIGN.md §5, step 5). AfterPersist applies
+  // the rest.
+  ApplyCommitted(std::span(ready->committed_entries).first(ready->durable_committed));
+  if (!persist) AfterPersist(ready, Status::Ok());
 }
 
 void RaftDriver::AfterPersist(const std::shared_ptr<raft::Ready>& ready, const Status& status) {

@@ -16,6 +16,7 @@
 #include "epoch/raft/memory_log.h"
 #include "epoch/server/durable_log.h"
 #include "epoch/server/kv_state_machine.h"
+#include "eventually.h"
 
 namespace epoch::server {
 namespace {
@@ -45,17 +46,6 @@ class NullSender final : public MessageSender {
   void Send(const raft::Message&) override {}
   void OnMembership(const raft::ConfState&) override {}
 };
-
-// Polls `condition` (real time) until it holds or 10 s pass.
-template <typename Condition>
-bool Eventually(Condition condition) {
-  auto end = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(1ms);  // polling a condition, not a fixed wait
-  }
-  return condition();
-}
 
 // One node: driver + store + context + lease manager, restartable over the same log and store.
 class LeaseNode {

@@ -16,6 +16,7 @@
 
 #include "epoch/raft/conf_change.h"
 #include "epoch/server/peer_codec.h"
+#include "eventually.h"
 
 namespace epoch::server {
 namespace {
@@ -490,17 +491,6 @@ TEST_CASE("driver: a lost ReadIndex request neither stalls later reads nor stran
     CHECK(first_status.ok());
     CHECK(second.ok());
   }
-}
-
-// Polls `cond` (real time, bounded): the drivers publish their status on each tick.
-template <typename Cond>
-bool Eventually(Cond cond, std::chrono::milliseconds deadline = 10s) {
-  auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
 }
 
 TEST_CASE("driver: a committed entry is answered while the leader's next write is in flight",

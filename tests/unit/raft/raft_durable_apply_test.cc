@@ -19,6 +19,13 @@ Message AppendFrom2(std::uint64_t prev_index, std::uint64_t prev_term, std::vect
   return m;
 }
 
+// Node 3, with entries 2.. of `disk_terms` on disk (commit 1), steps `m`: the Ready it hands out.
+Ready FollowerReady(TestCluster& c, const std::vector<int>& disk_terms, const Message& m) {
+  c.SetLog(3, EntriesWithTerms(2, disk_terms), HardState{T(1), kNoNode, Idx(1)});
+  REQUIRE(c.node(3).Step(m) == StepResult::kOk);
+  return c.node(3).GetReady();
+}
+
 TEST_CASE("durable committed: the leader applies what its last write made durable",
           "[raft][ready]") {
   TestCluster c(3);
@@ -51,27 +58,21 @@ TEST_CASE("durable committed: the leader applies what its last write made durabl
 TEST_CASE("durable committed: entries committed in the Ready that carries them wait for it",
           "[raft][ready]") {
   TestCluster c(3);
-  c.SetLog(3, EntriesWithTerms(2, {1, 1}), HardState{T(1), kNoNode, Idx(1)});
-  Node& follower = c.node(3);
   // Entries 2..3 are on disk; 4..5 arrive with a commit index that covers all four.
-  REQUIRE(follower.Step(AppendFrom2(3, 1, EntriesWithTerms(4, {2, 2}), 5)) == StepResult::kOk);
-  Ready rd = follower.GetReady();
+  Ready rd = FollowerReady(c, {1, 1}, AppendFrom2(3, 1, EntriesWithTerms(4, {2, 2}), 5));
   REQUIRE(rd.entries.size() == 2);
   REQUIRE(rd.committed_entries.size() == 4);
   CHECK(rd.committed_entries.front().index == Idx(2));
   CHECK(rd.durable_committed == 2);
   c.log(3).Append(rd.entries);
-  follower.Advance(rd);
+  c.node(3).Advance(rd);
 }
 
 TEST_CASE("durable committed: a conflicting append makes the replaced entries not durable",
           "[raft][ready]") {
   TestCluster c(3);
   // Entries 2..5 of term 1 are on disk; the new leader's log differs from index 4 on.
-  c.SetLog(3, EntriesWithTerms(2, {1, 1, 1, 1}), HardState{T(1), kNoNode, Idx(1)});
-  Node& follower = c.node(3);
-  REQUIRE(follower.Step(AppendFrom2(3, 1, EntriesWithTerms(4, {2, 2}), 5)) == StepResult::kOk);
-  Ready rd = follower.GetReady();
+  Ready rd = FollowerReady(c, {1, 1, 1, 1}, AppendFrom2(3, 1, EntriesWithTerms(4, {2, 2}), 5));
   REQUIRE(rd.entries.size() == 2);
   CHECK(rd.entries.front().index == Idx(4));
   REQUIRE(rd.committed_entries.size() == 4);
@@ -79,37 +80,31 @@ TEST_CASE("durable committed: a conflicting append makes the replaced entries no
   // 4 and 5 are on disk with term 1: the committed ones (term 2) are durable only after this write.
   CHECK(rd.durable_committed == 2);
   c.log(3).Append(rd.entries);
-  follower.Advance(rd);
+  c.node(3).Advance(rd);
 }
 
 TEST_CASE("durable committed: a commit-only append makes every committed entry durable",
           "[raft][ready]") {
   TestCluster c(3);
-  c.SetLog(3, EntriesWithTerms(2, {1, 1, 1}), HardState{T(1), kNoNode, Idx(1)});
-  Node& follower = c.node(3);
-  REQUIRE(follower.Step(AppendFrom2(4, 1, {}, 4)) == StepResult::kOk);
-  Ready rd = follower.GetReady();
+  Ready rd = FollowerReady(c, {1, 1, 1}, AppendFrom2(4, 1, {}, 4));
   CHECK(rd.entries.empty());
   REQUIRE(rd.committed_entries.size() == 3);
   CHECK(rd.durable_committed == 3);
-  follower.Advance(rd);
+  c.node(3).Advance(rd);
 }
 
 TEST_CASE("durable committed: nothing is applied early around a received snapshot",
           "[raft][ready]") {
   TestCluster c(3);
-  c.SetLog(3, EntriesWithTerms(2, {1, 1}), HardState{T(1), kNoNode, Idx(1)});
-  Node& follower = c.node(3);
   Message m = Msg(MessageType::kInstallSnapshot, 2, 3, 2);
-  m.snapshot = SnapshotMeta{Idx(20), T(2), follower.conf_state()};
+  m.snapshot = SnapshotMeta{Idx(20), T(2), c.node(3).conf_state()};
   m.index = Idx(20);
   m.log_term = T(2);
-  REQUIRE(follower.Step(m) == StepResult::kOk);
-  Ready rd = follower.GetReady();
+  Ready rd = FollowerReady(c, {1, 1}, m);
   REQUIRE(rd.snapshot);
   CHECK(rd.durable_committed == 0);
   c.log(3).ApplySnapshot(*rd.snapshot);
-  follower.Advance(rd);
+  c.node(3).Advance(rd);
 }
 
 }  // namespace

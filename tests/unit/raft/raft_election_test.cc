@@ -11,6 +11,15 @@
 namespace epoch::raft::test {
 namespace {
 
+// Node 3's (pre)vote request to node 2 for the term after `term`, with node 3's log, whose last
+// entry is of `term`.
+Message VoteFrom3(TestCluster& c, MessageType type, Term term) {
+  Message m = Msg(type, 3, 2, term.value() + 1);
+  m.index = c.node(3).last_index();
+  m.log_term = term;
+  return m;
+}
+
 TEST_CASE(
     "pre-vote: a partitioned node does not inflate its term nor disrupt the leader on "
     "return",
@@ -121,9 +130,7 @@ TEST_CASE(
   const Term term = c.node(1).term();
   for (MessageType type : {MessageType::kPreVote, MessageType::kRequestVote}) {
     CAPTURE(MessageTypeName(type));
-    Message m = Msg(type, 3, 2, term.value() + 1);
-    m.index = c.node(3).last_index();
-    m.log_term = term;
+    Message m = VoteFrom3(c, type, term);
     CHECK(c.node(2).Step(m) == StepResult::kWithheld);
     CHECK(c.node(2).term() == term);
     // The leader itself withholds too.
@@ -135,9 +142,7 @@ TEST_CASE(
   c.Isolate(1);
   const int floor = c.at(2).config.election_timeout_min_ticks;
   for (int i = 0; i < floor; ++i) c.node(2).Tick();
-  Message m = Msg(MessageType::kPreVote, 3, 2, term.value() + 1);
-  m.index = c.node(3).last_index();
-  m.log_term = term;
+  Message m = VoteFrom3(c, MessageType::kPreVote, term);
   CHECK(c.node(2).Step(m) == StepResult::kOk);
 }
 
@@ -156,18 +161,14 @@ TEST_CASE("vote withholding: also in a term an answer moved the voter to without
   REQUIRE(c.node(2).leader() == kNoNode);
   for (MessageType type : {MessageType::kPreVote, MessageType::kRequestVote}) {
     CAPTURE(MessageTypeName(type));
-    Message m = Msg(type, 3, 2, term.value() + 1);
-    m.index = c.node(3).last_index();
-    m.log_term = term;
+    Message m = VoteFrom3(c, type, term);
     CHECK(c.node(2).Step(m) == StepResult::kWithheld);
     CHECK(c.node(2).Status().vote == kNoNode);
   }
   // A floor after it last heard the leader, it votes.
   const int floor = c.at(2).config.election_timeout_min_ticks;
   for (int i = 0; i < floor; ++i) c.node(2).Tick();
-  Message m = Msg(MessageType::kRequestVote, 3, 2, term.value() + 1);
-  m.index = c.node(3).last_index();
-  m.log_term = term;
+  Message m = VoteFrom3(c, MessageType::kRequestVote, term);
   CHECK(c.node(2).Step(m) == StepResult::kOk);
   CHECK(c.node(2).Status().vote == Id(3));
 }
@@ -175,9 +176,7 @@ TEST_CASE("vote withholding: also in a term an answer moved the voter to without
 TEST_CASE("vote withholding: a request started by TimeoutNow is not withheld", "[raft][withhold]") {
   TestCluster c(3);
   c.BootAndElect(1);
-  Message m = Msg(MessageType::kRequestVote, 3, 2, c.node(1).term().value() + 1);
-  m.index = c.node(3).last_index();
-  m.log_term = c.node(1).term();
+  Message m = VoteFrom3(c, MessageType::kRequestVote, c.node(1).term());
   m.transfer = true;
   CHECK(c.node(2).Step(m) == StepResult::kOk);
   CHECK(c.node(2).Status().vote == Id(3));
@@ -191,9 +190,7 @@ TEST_CASE("vote withholding: a restarted node withholds for one floor after boot
   c.BootAndElect(1);
   const Term term = c.node(1).term();
   c.Restart(2);
-  Message m = Msg(MessageType::kPreVote, 3, 2, term.value() + 1);
-  m.index = c.node(3).last_index();
-  m.log_term = term;
+  Message m = VoteFrom3(c, MessageType::kPreVote, term);
   CHECK(c.node(2).Step(m) == StepResult::kWithheld);
   const int floor = c.at(2).config.election_timeout_min_ticks;
   for (int i = 0; i < floor - 1; ++i) c.node(2).Tick();
