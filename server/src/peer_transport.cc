@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstring>
 #include <deque>
 #include <utility>
 #include <vector>
@@ -19,6 +20,8 @@ constexpr std::string_view kHelloMagic = "EPOCHP1\n";
 constexpr std::size_t kHelloBytes = kHelloMagic.size() + 16;
 // Frames gathered into one write: bounded so one slow write cannot hold too much memory.
 constexpr std::size_t kMaxGatherFrames = 256;
+// Bytes an inbound connection asks the socket for at a time (more when a frame is larger).
+constexpr std::size_t kReadChunk = 64 << 10;
 
 void PutBigEndian32(std::uint32_t v, char* out) {
   for (int i = 3; i >= 0; --i) {
@@ -311,7 +314,7 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       std::error_code ignored;
       self->socket_.close(ignored);  // the pending read fails and Done() runs
     });
-    ReadHeader();
+    ReadMore();
   }
 
   void Close() {
@@ -322,56 +325,82 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
   }
 
  private:
-  void ReadHeader() {
-    asio::async_read(socket_, asio::buffer(header_),
-                     [self = shared_from_this()](std::error_code ec, std::size_t) {
-                       if (ec) return self->Done();
-                       auto size =
-                           static_cast<std::uint32_t>(GetBigEndian(self->header_.data(), 4));
-                       if (!self->hello_seen_ && size != kHelloBytes) {
-                         spdlog::warn(
-                             "transport: node={:x} rejecting a connection whose first frame ({} "
-                             "bytes) is not a hello",
-                             self->owner_.options_.self, size);
-                         return self->Done();
-                       }
-                       if (size > self->owner_.options_.max_frame_bytes) {
-                         spdlog::warn(
-                             "transport: node={:x} dropping connection from peer={:x}: frame "
-                             "of {} bytes exceeds the limit of {}",
-                             self->owner_.options_.self, self->peer_, size,
-                             self->owner_.options_.max_frame_bytes);
-                         return self->Done();
-                       }
-                       self->ReadBody(size);
-                     });
+  // Reads whatever the socket has (up to the free space of in_) and hands every complete frame in
+  // it to OnFrame: one recv serves all the frames a peer's gathered write carried, instead of two
+  // recvs (prefix, body) per frame.
+  void ReadMore() {
+    if (begin_ == end_) {
+      begin_ = end_ = 0;
+      // A large frame grew the buffer: give the memory back once it is consumed.
+      if (in_.size() > kReadChunk) std::vector<char>().swap(in_);
+    } else if (begin_ > 0 && (in_.size() - end_ < kReadChunk / 4 || begin_ + need_ > in_.size())) {
+      std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);  // the tail to the front
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    const std::size_t min_size = std::max(end_ + kReadChunk / 4, begin_ + need_);
+    if (in_.size() < min_size) in_.resize(std::max(min_size, kReadChunk));
+    socket_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
+                            [self = shared_from_this()](std::error_code ec, std::size_t n) {
+                              if (ec) return self->Done();
+                              self->end_ += n;
+                              if (!self->ParseFrames()) return self->Done();
+                              self->ReadMore();
+                            });
   }
 
-  void ReadBody(std::uint32_t size) {
-    body_.resize(size);
-    asio::async_read(socket_, asio::buffer(body_),
-                     [self = shared_from_this()](std::error_code ec, std::size_t) {
-                       if (ec) return self->Done();
-                       if (!self->OnFrame()) return self->Done();
-                       self->ReadHeader();
-                     });
+  // Consumes the complete frames in [begin_, end_); false if the connection must close. need_
+  // becomes the size of the partial frame left at begin_ (0 while its prefix is incomplete).
+  bool ParseFrames() {
+    need_ = 0;
+    while (end_ - begin_ >= 4) {
+      const char* at = in_.data() + begin_;
+      const auto size = static_cast<std::uint32_t>(GetBigEndian(at, 4));
+      if (!CheckFrameSize(size)) return false;
+      if (end_ - begin_ - 4 < size) {
+        need_ = 4 + static_cast<std::size_t>(size);
+        return true;
+      }
+      std::string frame(at + 4, size);
+      begin_ += 4 + static_cast<std::size_t>(size);
+      if (!OnFrame(std::move(frame))) return false;
+    }
+    return true;
   }
 
-  bool OnFrame() {
+  bool CheckFrameSize(std::uint32_t size) const {
+    if (!hello_seen_ && size != kHelloBytes) {
+      spdlog::warn(
+          "transport: node={:x} rejecting a connection whose first frame ({} bytes) is not a "
+          "hello",
+          owner_.options_.self, size);
+      return false;
+    }
+    if (size > owner_.options_.max_frame_bytes) {
+      spdlog::warn(
+          "transport: node={:x} dropping connection from peer={:x}: frame of {} bytes exceeds "
+          "the limit of {}",
+          owner_.options_.self, peer_, size, owner_.options_.max_frame_bytes);
+      return false;
+    }
+    return true;
+  }
+
+  bool OnFrame(std::string body) {
     if (!hello_seen_) {
-      if (body_.size() != kHelloBytes ||
-          std::string_view(body_).substr(0, kHelloMagic.size()) != kHelloMagic) {
+      if (body.size() != kHelloBytes ||
+          std::string_view(body).substr(0, kHelloMagic.size()) != kHelloMagic) {
         spdlog::warn("transport: node={:x} rejecting a connection that did not start with a hello",
                      owner_.options_.self);
         return false;
       }
-      std::uint64_t cluster = GetBigEndian(body_.data() + kHelloMagic.size(), 8);
+      std::uint64_t cluster = GetBigEndian(body.data() + kHelloMagic.size(), 8);
       if (cluster != owner_.options_.cluster_id) {
         spdlog::warn("transport: node={:x} rejecting peer from cluster {:x} (ours is {:x})",
                      owner_.options_.self, cluster, owner_.options_.cluster_id);
         return false;
       }
-      peer_ = NodeId(GetBigEndian(body_.data() + kHelloMagic.size() + 8, 8));
+      peer_ = NodeId(GetBigEndian(body.data() + kHelloMagic.size() + 8, 8));
       if (owner_.options_.accept_peer && !owner_.options_.accept_peer(peer_)) {
         spdlog::warn("transport: node={:x} rejecting node={:x}: not a member of this cluster",
                      owner_.options_.self, peer_);
@@ -383,8 +412,7 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       return true;
     }
     if (owner_.stopped_.load()) return false;
-    owner_.on_frame_(peer_, std::move(body_));
-    body_ = std::string();
+    owner_.on_frame_(peer_, std::move(body));
     return true;
   }
 
@@ -398,8 +426,10 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
 
   PeerTransport& owner_;
   tcp::socket socket_;
-  std::array<char, 4> header_{};
-  std::string body_;
+  std::vector<char> in_;  // [begin_, end_): bytes read and not yet parsed into frames
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  std::size_t need_ = 0;  // bytes of the partial frame at begin_ (0: its prefix is incomplete)
   asio::steady_timer hello_timer_;
   bool hello_seen_ = false;
   NodeId peer_;
