@@ -19,9 +19,12 @@
 namespace epoch::server {
 
 struct CompactionOptions {
-  // etcd's --snapshot-count (its default is 100,000; ours is smaller: our entries are replayed
-  // from the WAL at restart only above the flushed index, but a short log is cheaper to scan).
-  std::uint64_t trigger_entries = 10'000;
+  // etcd's --snapshot-count (its default is 100,000). Each compaction flushes RocksDB's
+  // memtables, so this minus keep_entries is the flush period under load: 5,000 (the old default
+  // of 10,000) made small L0 files and compactions ~2 per second; every 15,000 costs less CPU per
+  // put, while a never-flushed memtable (100,000) made inserts and lookups slower again
+  // (bench/kv/PROFILE.md, session 8). A restart replays at most this many entries.
+  std::uint64_t trigger_entries = 20'000;
   std::uint64_t trigger_bytes = 64ULL << 20;
   // etcd's SnapshotCatchUpEntries.
   std::uint64_t keep_entries = 5'000;
