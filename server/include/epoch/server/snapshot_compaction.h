@@ -20,11 +20,11 @@ namespace epoch::server {
 
 struct CompactionOptions {
   // etcd's --snapshot-count (its default is 100,000). Each compaction flushes RocksDB's
-  // memtables, so this minus keep_entries is the flush period under load: 5,000 (the old default
-  // of 10,000) made small L0 files and compactions ~2 per second; every 15,000 costs less CPU per
-  // put, while a never-flushed memtable (100,000) made inserts and lookups slower again
-  // (bench/kv/PROFILE.md, session 8). A restart replays at most this many entries.
-  std::uint64_t trigger_entries = 20'000;
+  // memtables, so this minus keep_entries is the flush period under load. 20,000 and 40,000 were
+  // tried (bench/kv/PROFILE.md, session 8): within the noise of 10,000 over 9 alternated pairs,
+  // with 3x larger flushes competing with the WAL's fsyncs; 100,000 was ~12 % slower (a memtable
+  // that is never flushed makes inserts and lookups slower). A restart replays at most this many.
+  std::uint64_t trigger_entries = 10'000;
   std::uint64_t trigger_bytes = 64ULL << 20;
   // etcd's SnapshotCatchUpEntries.
   std::uint64_t keep_entries = 5'000;
