@@ -7,6 +7,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <thread>
 
 namespace epoch::integration {
 namespace {
@@ -113,7 +114,17 @@ etcdserverpb::RangeResponse MustRange(TestCluster& cluster, int i, const std::st
   request.set_key(key);
   request.set_range_end(range_end);
   etcdserverpb::RangeResponse response;
+  // A read is safe to repeat: UNAVAILABLE (no leader, leader changed) during an election that a
+  // stalled machine set off is retried for a while, as clientv3 retries it, instead of failing
+  // a test that is not about failover.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   grpc::Status s = Range(*kv, request, &response);
+  while (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    response.Clear();
+    s = Range(*kv, request, &response);
+  }
   INFO("Range [" << key << ", " << range_end << ") on " << cluster.node(i).name << ": "
                  << s.error_message());
   REQUIRE(s.ok());

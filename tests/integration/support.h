@@ -67,7 +67,8 @@ grpc::Status Range(etcdserverpb::KV::Stub& kv, const etcdserverpb::RangeRequest&
                    etcdserverpb::RangeResponse* response,
                    std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
-// Linearizable range over [key, range_end) through node i; REQUIREs success.
+// Linearizable range over [key, range_end) through node i; REQUIREs success. UNAVAILABLE (no
+// leader) is retried for up to 10 s.
 etcdserverpb::RangeResponse MustRange(TestCluster& cluster, int i, const std::string& key,
                                       const std::string& range_end = {});
 
