@@ -39,9 +39,14 @@ void KeepFilesOnFailure::operator()(TestCluster* cluster) const {
 }
 
 ClusterPtr StartCluster(int nodes) {
+  return StartCluster(nodes, test::ClusterOptions{}.extra_flags);
+}
+
+ClusterPtr StartCluster(int nodes, std::vector<std::string> extra_flags) {
   test::ClusterOptions options;
   options.epochd_path = EPOCHD_PATH;
   options.nodes = nodes;
+  options.extra_flags = std::move(extra_flags);
   auto cluster = TestCluster::Start(options);
   INFO("starting a " << nodes << "-node cluster: " << cluster.status().ToString());
   REQUIRE(cluster.ok());

@@ -31,6 +31,8 @@ using ClusterPtr = std::unique_ptr<TestCluster, KeepFilesOnFailure>;
 
 // A healthy cluster of `nodes` epochd processes (REQUIREd).
 ClusterPtr StartCluster(int nodes = 3);
+// The same with epochd flags in place of the fast-test Raft timing (ClusterOptions::extra_flags).
+ClusterPtr StartCluster(int nodes, std::vector<std::string> extra_flags);
 
 // Runs etcdctl and REQUIREs exit code 0; returns stdout.
 std::string EtcdctlOk(const TestCluster& cluster, const std::vector<std::string>& args,
