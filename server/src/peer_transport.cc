@@ -22,6 +22,9 @@ constexpr std::size_t kHelloBytes = kHelloMagic.size() + 16;
 constexpr std::size_t kMaxGatherFrames = 256;
 // Bytes an inbound connection asks the socket for at a time (more when a frame is larger).
 constexpr std::size_t kReadChunk = 64 << 10;
+// Free space every read gets at least: below it the unparsed tail moves to the front first, and
+// the buffer grows if that is not enough.
+constexpr std::size_t kMinReadSpace = kReadChunk / 4;
 
 void PutBigEndian32(std::uint32_t v, char* out) {
   for (int i = 3; i >= 0; --i) {
@@ -333,12 +336,12 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       begin_ = end_ = 0;
       // A large frame grew the buffer: give the memory back once it is consumed.
       if (in_.size() > kReadChunk) std::vector<char>().swap(in_);
-    } else if (begin_ > 0 && (in_.size() - end_ < kReadChunk / 4 || begin_ + need_ > in_.size())) {
+    } else if (begin_ > 0 && (in_.size() - end_ < kMinReadSpace || begin_ + need_ > in_.size())) {
       std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);  // the tail to the front
       end_ -= begin_;
       begin_ = 0;
     }
-    const std::size_t min_size = std::max(end_ + kReadChunk / 4, begin_ + need_);
+    const std::size_t min_size = std::max(end_ + kMinReadSpace, begin_ + need_);
     if (in_.size() < min_size) in_.resize(std::max(min_size, kReadChunk));
     socket_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
                             [self = shared_from_this()](std::error_code ec, std::size_t n) {

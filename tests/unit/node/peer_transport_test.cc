@@ -253,16 +253,17 @@ std::string BigEndian32(std::uint32_t v) {
           static_cast<char>(v)};
 }
 
+// A frame as the transport writes it: big-endian length prefix, then the payload.
+std::string RawFrame(const std::string& payload) {
+  return BigEndian32(static_cast<std::uint32_t>(payload.size())) + payload;
+}
+
 // The hello a node with `id` of cluster `cluster` sends first (the transport's wire format).
 std::string RawHello(std::uint64_t cluster, std::uint64_t id) {
   std::string body = "EPOCHP1\n";
   for (int i = 7; i >= 0; --i) body.push_back(static_cast<char>(cluster >> (8 * i)));
   for (int i = 7; i >= 0; --i) body.push_back(static_cast<char>(id >> (8 * i)));
-  return BigEndian32(static_cast<std::uint32_t>(body.size())) + body;
-}
-
-std::string RawFrame(const std::string& payload) {
-  return BigEndian32(static_cast<std::uint32_t>(payload.size())) + payload;
+  return RawFrame(body);
 }
 
 // The reader parses frames out of whatever each recv returns: many frames in one segment, a
@@ -284,8 +285,8 @@ TEST_CASE("frames split or packed arbitrarily on the wire arrive whole and in or
   socket.connect({asio::ip::make_address("127.0.0.1"), b.transport->port()});
   std::string packed = RawHello(7, 1);
   for (int i = 0; i < 500; ++i) packed += RawFrame(payloads[i]);
-  asio::write(socket,
-              asio::buffer(packed));  // hello and 500 frames in as few segments as TCP likes
+  // The hello and 500 frames in as few segments as TCP likes.
+  asio::write(socket, asio::buffer(packed));
   const std::string big_frame = RawFrame(big) + RawFrame("");
   for (std::size_t at = 0; at < big_frame.size(); at += 40'000) {  // split at odd offsets
     asio::write(socket, asio::buffer(big_frame.data() + at,
