@@ -157,7 +157,7 @@ TEST_CASE("a follower restarted after the log was compacted catches up from a sn
   const double installed = Metric(cluster, follower, "epoch_snapshots_installed_total");
   fmt::print(
       "catch-up: follower applied up to the leader's index {} {} ms after its restart; "
-      "snapshots sent to it: {}, installed by it: {}\n",
+      "snapshots sent by the other members: {}, installed by it: {}\n",
       leader_applied, applied_ms, sent, installed);
   CHECK(sent >= 1);
   CHECK(installed >= 1);
