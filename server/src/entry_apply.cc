@@ -32,7 +32,7 @@ Status Classify(const Result<T>& r, ApplyResult* out) {
 // only on success.
 template <typename Fn>
 Status ApplyKvWrite(const EntryContext& ctx, KvStore::Meta* meta, ApplyResult* out, Fn fn) {
-  WriteTxn txn(ctx.reader, ctx.batch, meta->revision);
+  WriteTxn txn(ctx.reader, ctx.batch, meta->revision, ctx.latest, ctx.prev_values);
   KvApplier applier(ReadContext{ctx.reader, meta->revision, meta->compact_revision}, &txn);
   auto result = fn(applier);
   EPOCH_RETURN_IF_ERROR(Classify(result, out));
@@ -107,7 +107,7 @@ Status ApplyLeaseRequest(const EntryContext& ctx, KvStore::Meta* meta, const Int
       break;
     }
     case InternalRequest::kLeaseRevoke: {
-      WriteTxn txn(ctx.reader, ctx.batch, meta->revision);
+      WriteTxn txn(ctx.reader, ctx.batch, meta->revision, ctx.latest, ctx.prev_values);
       Result<pb::LeaseRevokeResponse> r =
           ApplyLeaseRevoke(*ctx.reader, ctx.batch, &txn, LeaseId(req.lease_revoke().id()));
       EPOCH_RETURN_IF_ERROR(Classify(r, out));
@@ -225,8 +225,10 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
   EPOCH_RETURN_IF_ERROR(ApplyRequest(ctx, &next, req, &out));
   if (out.status.ok()) {
     EPOCH_RETURN_IF_ERROR(FromRocks(ctx.batch->PopSavePoint(), "pop save point"));
+    if (ctx.latest != nullptr) ctx.latest->CommitEntry();
     *meta = next;
   } else {
+    if (ctx.latest != nullptr) ctx.latest->RollbackEntry();
     EPOCH_RETURN_IF_ERROR(FromRocks(ctx.batch->RollbackToSavePoint(), "roll back request"));
     out.response.Clear();
     out.events.clear();

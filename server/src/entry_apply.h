@@ -11,6 +11,7 @@
 #include "epoch/status.h"
 #include "epoch/v1/internal.pb.h"
 #include "idempotency.h"
+#include "latest_cache.h"
 #include "store_reader.h"
 
 namespace epoch::server {
@@ -22,6 +23,10 @@ struct EntryContext {
   const KvStoreOptions* options;
   // The applier's in-memory idempotency expiry hint for the state `batch` builds.
   IdempotencyExpiryHint* idempotency_hint;
+  // The applier's metadata of keys' latest versions, kept in step with `batch` (nullptr: none).
+  LatestCache* latest = nullptr;
+  // Whether PUT events must carry the previous value (KvStoreOptions::lazy_prev_values).
+  bool prev_values = true;
 };
 
 // Whether applying `request` may read the per-key history or the revision records of earlier

@@ -180,7 +180,10 @@ Status EpochNode::Impl::OpenStorage() {
   if (!wal.ok()) return wal.status().Annotate("open WAL");
   wal_ = std::move(*wal);
   log_ = std::make_unique<WalLog>(*wal_);
-  auto store = KvStore::Open(config_.data_dir + "/kv", KvStoreOptions{});
+  KvStoreOptions store_options;
+  // PUT events carry previous values only while a watcher asked for them (the watch hub counts).
+  store_options.lazy_prev_values = true;
+  auto store = KvStore::Open(config_.data_dir + "/kv", store_options);
   if (!store.ok()) return store.status().Annotate("open state machine");
   store_ = std::move(*store);
   state_machine_ = std::make_unique<KvStateMachine>(*store_);

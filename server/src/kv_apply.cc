@@ -79,7 +79,11 @@ Result<pb::PutResponse> KvApplier::Put(const pb::PutRequest& r) {
     if (!exists.ok()) return exists.status();
     if (!*exists) return etcd_errors::kLeaseNotFound.ToStatus();
   }
-  Result<std::optional<mvccpb::KeyValue>> prev = ReadLatest(*ctx_.reader, r.key());
+  // The previous value is needed for the response or as the new value; the lease comes with the
+  // metadata, which is all a plain put needs (WriteTxn::PreviousForPut may take it from cache).
+  bool value_known = true;
+  Result<std::optional<mvccpb::KeyValue>> prev =
+      txn_->PreviousForPut(r.key(), r.prev_kv() || r.ignore_value(), &value_known);
   if (!prev.ok()) return prev.status();
   mvccpb::KeyValue* prev_kv = prev->has_value() ? &**prev : nullptr;
   if ((r.ignore_value() || r.ignore_lease()) && prev_kv == nullptr) {
@@ -91,7 +95,7 @@ Result<pb::PutResponse> KvApplier::Put(const pb::PutRequest& r) {
   const std::string& value = r.ignore_value() ? prev_kv->value() : r.value();
   const LeaseId lease(r.ignore_lease() ? prev_kv->lease() : r.lease());
 
-  Result<std::int64_t> mod_revision = txn_->Put(r.key(), value, lease, prev_kv);
+  Result<std::int64_t> mod_revision = txn_->Put(r.key(), value, lease, prev_kv, value_known);
   if (!mod_revision.ok()) return mod_revision.status();
   resp.mutable_header()->set_revision(*mod_revision);
   return resp;

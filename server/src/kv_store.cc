@@ -15,6 +15,7 @@
 
 #include "entry_apply.h"
 #include "key_encoding.h"
+#include "latest_cache.h"
 #include "read_state.h"
 #include "revision_codec.h"
 #include "store_import.h"
@@ -184,7 +185,11 @@ Result<std::unique_ptr<KvStore>> KvStore::OpenFromCheckpoint(const std::string& 
 
 KvStore::KvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
                  KvStoreOptions options, Meta meta)
-    : db_(std::move(db)), handles_(std::move(handles)), options_(std::move(options)), meta_(meta) {}
+    : db_(std::move(db)),
+      handles_(std::move(handles)),
+      options_(std::move(options)),
+      meta_(meta),
+      latest_cache_(std::make_unique<LatestCache>()) {}
 
 KvStore::~KvStore() {
   for (rocksdb::ColumnFamilyHandle* h : handles_) (void)db_->DestroyColumnFamilyHandle(h);
@@ -203,10 +208,18 @@ Status KvStore::WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const 
 }
 
 Result<std::vector<ApplyResult>> KvStore::ApplyBatch(std::span<const ApplyInput> inputs) {
+  Result<std::vector<ApplyResult>> results = ApplyBatchOrFail(inputs);
+  // The cache describes the batch, which was not written: forget it (the node stops anyway).
+  if (!results.ok()) latest_cache_->Clear();
+  return results;
+}
+
+Result<std::vector<ApplyResult>> KvStore::ApplyBatchOrFail(std::span<const ApplyInput> inputs) {
   rocksdb::WriteBatchWithIndex batch(rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true);
   StoreReader reader(db_.get(), families(), nullptr, &batch);
   IdempotencyExpiryHint hint{idempotency_earliest_expiry_ms_};
-  const EntryContext ctx{&reader, &batch, &options_, &hint};
+  const bool prev_values = !options_.lazy_prev_values || prev_value_readers_.load() > 0;
+  const EntryContext ctx{&reader, &batch, &options_, &hint, latest_cache_.get(), prev_values};
   Meta meta = meta_;  // only this thread writes meta_, so reading it unlocked is race-free
   std::vector<ApplyResult> results;
   results.reserve(inputs.size());
@@ -325,6 +338,7 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
   // Under mu_: a reader pairs its RocksDB snapshot with meta_, so it sees the old state with the
   // old meta or the new state with the new meta.
   std::lock_guard<std::mutex> lock(mu_);
+  latest_cache_->Clear();  // whatever happens next, the latest table is not what it described
   EPOCH_RETURN_IF_ERROR(import.Ingest());
   meta_ = meta;
   idempotency_earliest_expiry_ms_ = INT64_MIN;  // the image's records are unknown: scan once

@@ -220,6 +220,9 @@ WatchHubStats WatchHub::stats() const {
 
 void WatchHub::AddLocked(const std::shared_ptr<Watcher>& watcher) {
   watchers_.fetch_add(1);
+  // The applier puts previous values into PUT events again from its next batch; events applied
+  // before that reach this watcher without them and make it read history (DeliverLocked).
+  if (watcher->spec.prev_kv) store_.AddPrevValueReaders(1);
   if (watcher->spec.single_key()) {
     key_watchers_[watcher->spec.key].push_back(watcher);
   } else {
@@ -228,13 +231,17 @@ void WatchHub::AddLocked(const std::shared_ptr<Watcher>& watcher) {
 }
 
 void WatchHub::RemoveLocked(const std::shared_ptr<Watcher>& watcher) {
+  auto erased = [&] {
+    watchers_.fetch_sub(1);
+    if (watcher->spec.prev_kv) store_.AddPrevValueReaders(-1);
+  };
   if (!watcher->spec.single_key()) {
-    if (EraseWatcher(&range_watchers_, watcher)) watchers_.fetch_sub(1);
+    if (EraseWatcher(&range_watchers_, watcher)) erased();
     return;
   }
   auto it = key_watchers_.find(watcher->spec.key);
   if (it == key_watchers_.end()) return;
-  if (EraseWatcher(&it->second, watcher)) watchers_.fetch_sub(1);
+  if (EraseWatcher(&it->second, watcher)) erased();
   if (it->second.empty()) key_watchers_.erase(it);
 }
 

@@ -19,6 +19,15 @@ mvccpb::Event CopyForWatcher(const mvccpb::Event& event, bool prev_kv) {
   return out;
 }
 
+// A PUT that replaced a live version but carries no prev_kv: the applier left it out
+// (KvStoreOptions::lazy_prev_values), so a watcher that wants it reads the revision from history.
+bool LacksPrevValue(const std::vector<const mvccpb::Event*>& events) {
+  for (const mvccpb::Event* e : events) {
+    if (e->type() == mvccpb::Event::PUT && e->kv().version() > 1 && !e->has_prev_kv()) return true;
+  }
+  return false;
+}
+
 std::size_t EventBytes(const std::vector<mvccpb::Event>& events) {
   std::size_t bytes = 0;
   for (const mvccpb::Event& e : events) bytes += e.ByteSizeLong();
@@ -184,6 +193,17 @@ void WatchSession::DeliverLocked(const std::shared_ptr<Watcher>& watcher, Revisi
   if (closed_ || watcher->state == WatcherState::kCanceled) return;
   if (watcher->state == WatcherState::kSynced && revision < watcher->next) return;
   if (watcher->state == WatcherState::kCatchingUp && revision <= watcher->buffer_floor) return;
+  if (watcher->spec.prev_kv && LacksPrevValue(events)) {
+    // History has it (ReadEvents fills prev_kv from the key's previous revision).
+    if (watcher->state == WatcherState::kSynced) {
+      FallBehindLocked(watcher, revision);
+    } else {
+      watcher->buffer.clear();
+      watcher->buffer_bytes = 0;
+      watcher->buffer_floor = revision;
+    }
+    return;
+  }
   std::vector<mvccpb::Event> copy;
   copy.reserve(events.size());
   for (const mvccpb::Event* e : events) copy.push_back(CopyForWatcher(*e, watcher->spec.prev_kv));

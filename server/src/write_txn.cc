@@ -13,8 +13,28 @@ rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
 
 }  // namespace
 
-WriteTxn::WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin)
-    : reader_(reader), batch_(batch), begin_(begin) {}
+WriteTxn::WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin,
+                   LatestCache* latest, bool prev_values)
+    : reader_(reader), batch_(batch), begin_(begin), latest_(latest), prev_values_(prev_values) {}
+
+Result<std::optional<mvccpb::KeyValue>> WriteTxn::PreviousForPut(std::string_view key,
+                                                                 bool need_value,
+                                                                 bool* value_known) {
+  *value_known = true;
+  if (!need_value && !prev_values_ && latest_ != nullptr) {
+    if (const LatestCache::Entry* e = latest_->Find(key)) {
+      mvccpb::KeyValue kv;
+      kv.set_key(std::string(key));
+      kv.set_create_revision(e->create_revision);
+      kv.set_mod_revision(e->mod_revision);
+      kv.set_version(e->version);
+      kv.set_lease(e->lease);
+      *value_known = false;
+      return std::optional<mvccpb::KeyValue>(std::move(kv));
+    }
+  }
+  return ReadLatest(*reader_, key);
+}
 
 // Field 1 (varint; omitted for PUT = 0, as protobuf omits defaults), then field 2 (the key-value,
 // length-delimited).
@@ -51,7 +71,7 @@ Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, s
 }
 
 Result<std::int64_t> WriteTxn::Put(std::string_view key, std::string_view value, LeaseId lease,
-                                   mvccpb::KeyValue* prev) {
+                                   mvccpb::KeyValue* prev, bool prev_value_known) {
   const RevisionPair pair = NextPair();
   // Built in the event itself: the event owns the only copy of the new key-value.
   mvccpb::Event& ev = events_.emplace_back();
@@ -73,8 +93,12 @@ Result<std::int64_t> WriteTxn::Put(std::string_view key, std::string_view value,
   if (!lease.IsZero()) {
     EPOCH_RETURN_IF_ERROR(Rocks(batch_->Put(LeaseAttachKey(lease, key), rocksdb::Slice())));
   }
+  if (latest_ != nullptr) {
+    latest_->Put(
+        key, LatestCache::Entry{kv.create_revision(), kv.mod_revision(), kv.version(), kv.lease()});
+  }
   // `value` may point into *prev: it was copied above, so prev can be moved now.
-  if (prev != nullptr) *ev.mutable_prev_kv() = std::move(*prev);
+  if (prev != nullptr && prev_value_known) *ev.mutable_prev_kv() = std::move(*prev);
   return pair.main;
 }
 
@@ -91,6 +115,7 @@ Result<std::vector<mvccpb::KeyValue>> WriteTxn::DeleteRange(const KeyRange& rang
     EPOCH_RETURN_IF_ERROR(
         WriteRecord(pair, mvccpb::Event::DELETE, prev.key(), tombstone.SerializeAsString()));
     EPOCH_RETURN_IF_ERROR(Rocks(batch_->Delete(LatestKey(prev.key()))));
+    if (latest_ != nullptr) latest_->Erase(prev.key());
     if (prev.lease() != 0) {
       EPOCH_RETURN_IF_ERROR(
           Rocks(batch_->Delete(LeaseAttachKey(LeaseId(prev.lease()), prev.key()))));

@@ -2,9 +2,10 @@
 // (begin + 1) and get sub-revisions 0, 1, ... in order (etcd-v3-wire.md §2c item 1); nothing
 // changes the revision unless at least one key is written. Each write updates, in the pending
 // batch: the revision record, the per-key history, the latest table and the lease attachments,
-// and records the event (with prev_kv) for Watch. The revision record and the per-key history
-// entry bypass the batch's index: reads through the pending batch see the latest table and the
-// lease attachments of earlier writes, not their history (see ReadsHistory in entry_apply.h).
+// and records the event (with prev_kv, unless lazy: see PreviousForPut) for Watch. The revision
+// record and the per-key history entry bypass the batch's index: reads through the pending batch
+// see the latest table and the lease attachments of earlier writes, not their history (see
+// ReadsHistory in entry_apply.h).
 //
 // Thread-safety: applier thread only.
 #pragma once
@@ -19,6 +20,7 @@
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 #include "key_encoding.h"
+#include "latest_cache.h"
 #include "mvccpb/kv.pb.h"
 #include "store_reader.h"
 
@@ -31,20 +33,29 @@ namespace epoch::server {
 
 class WriteTxn {
  public:
-  // `reader` must read through `batch`.
-  WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin);
+  // `reader` must read through `batch`. `latest` (may be null) is kept in step with the latest
+  // table this txn writes; `prev_values`: PUT events must carry the previous value.
+  WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin,
+           LatestCache* latest = nullptr, bool prev_values = true);
 
   [[nodiscard]] Revision begin() const { return begin_; }
   // The revision reads inside this entry see: begin, or begin + 1 once something was written.
   [[nodiscard]] Revision current() const { return changed() ? begin_.Next() : begin_; }
   [[nodiscard]] bool changed() const { return next_sub_ > 0; }
 
+  // The key's latest version, for a Put of it. Read whole from the latest table when
+  // `need_value` or when events must carry previous values; otherwise its metadata may come from
+  // the cache, with an empty value (*value_known = false). nullopt: no live version.
+  Result<std::optional<mvccpb::KeyValue>> PreviousForPut(std::string_view key, bool need_value,
+                                                         bool* value_known);
+
   // Writes key = value attached to `lease` (0: none) and returns the new key-value's
-  // mod_revision. `prev` is the key's current value, if any (the caller has usually read it
-  // already); it is moved into the recorded event once `value` has been copied, so `value` may
-  // point into it and the caller must not use *prev afterwards.
+  // mod_revision. `prev` is the key's current version, if any (from PreviousForPut); if
+  // `prev_value_known` it is moved into the recorded event (as prev_kv) once `value` has been
+  // copied, so `value` may point into it and the caller must not use *prev afterwards. If not,
+  // the event carries no prev_kv.
   Result<std::int64_t> Put(std::string_view key, std::string_view value, LeaseId lease,
-                           mvccpb::KeyValue* prev);
+                           mvccpb::KeyValue* prev, bool prev_value_known = true);
   // Deletes every live key in `range`; returns the deleted key-values in key order.
   Result<std::vector<mvccpb::KeyValue>> DeleteRange(const KeyRange& range);
 
@@ -61,6 +72,8 @@ class WriteTxn {
   const StoreReader* reader_;
   rocksdb::WriteBatchWithIndex* batch_;
   const Revision begin_;
+  LatestCache* const latest_;
+  const bool prev_values_;
   std::int64_t next_sub_ = 0;
   std::vector<mvccpb::Event> events_;
 };

@@ -3,6 +3,7 @@
 // prev_kv, cancel, compacted and invalid starts, revisions never split across responses
 // (fragments only on request), RequestProgress and progress_notify.
 #include <catch2/catch.hpp>
+#include <map>
 
 #include "epoch/server/etcd_errors.h"
 #include "watch_test_util.h"
@@ -173,6 +174,41 @@ TEST_CASE("prev_kv only when asked, live and from history", "[watch]") {
   for (const SeenEvent& e : EventsOf(s.received(), 1)) CHECK_FALSE(e.has_prev_kv);
   for (const SeenEvent& e : EventsOf(s.received(), 3)) CHECK_FALSE(e.has_prev_kv);
   CHECK(RevisionsOf(EventsOf(s.received(), 2)) == std::vector<std::int64_t>{2, 3});
+}
+
+TEST_CASE("prev_kv with lazy previous values: from the store, or from history when left out",
+          "[watch]") {
+  KvStoreOptions lazy;
+  lazy.lazy_prev_values = true;  // as epochd runs: events carry them only while asked for
+  WatchFixture f({}, lazy);
+  f.Put("k", "v1");  // rev 2
+  f.RunDispatch();
+  // Applied while nobody wanted previous values, published after the watcher below registered:
+  // its event has no prev_kv, so the watcher must read revision 3 from history.
+  ApplyResult late = f.Put("k", "v2", /*publish=*/false);  // rev 3
+  REQUIRE(late.events.size() == 1);
+  REQUIRE_FALSE(late.events[0].has_prev_kv());
+  FakeStream s(f);
+  pb::WatchCreateRequest with = CreateReq("k");
+  with.set_prev_kv(true);
+  s.Create(with);  // 0
+  f.RunDispatch();
+  f.Publish(late);
+  f.Put("k", "v3");  // rev 4: applied with the watcher counted, so its event carries prev_kv
+  Settle(f, {&s});
+  std::map<std::int64_t, std::string> prev_by_rev;
+  for (const pb::WatchResponse& r : s.received()) {
+    for (const mvccpb::Event& e : r.events()) {
+      CHECK(e.has_prev_kv());
+      prev_by_rev[e.kv().mod_revision()] = e.prev_kv().value();
+    }
+  }
+  CHECK(prev_by_rev == std::map<std::int64_t, std::string>{{3, "v1"}, {4, "v2"}});
+  s.Cancel(0);
+  Settle(f, {&s});
+  ApplyResult after = f.Put("k", "v4");  // nobody asks any more: left out again
+  REQUIRE(after.events.size() == 1);
+  CHECK_FALSE(after.events[0].has_prev_kv());
 }
 
 TEST_CASE("cancel: a canceled reply, then nothing more for that watcher; unknown IDs ignored",

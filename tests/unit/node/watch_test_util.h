@@ -43,8 +43,8 @@ class TempDir {
 // A store, a hub on it, and the two executors the hub runs on, all driven by the test thread.
 class WatchFixture {
  public:
-  explicit WatchFixture(WatchHubOptions options = {}) {
-    Result<std::unique_ptr<KvStore>> store = KvStore::Open(dir_.path() + "/kv", KvStoreOptions{});
+  explicit WatchFixture(WatchHubOptions options = {}, KvStoreOptions store_options = {}) {
+    Result<std::unique_ptr<KvStore>> store = KvStore::Open(dir_.path() + "/kv", store_options);
     INFO(store.status().ToString());
     REQUIRE(store.ok());
     store_ = std::move(*store);

@@ -16,6 +16,7 @@
 // consistent applied state (a RocksDB snapshot taken together with the revision it belongs to).
 #pragma once
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -53,6 +54,14 @@ struct KvStoreOptions {
   int idempotency_prune_per_apply = 16;
   // Close without flushing memtables: what a crash does. Tests only.
   bool skip_flush_on_close = false;
+  // Off: every PUT event carries its key's previous version whole (prev_kv with the value). On:
+  // only while some consumer needs previous values (AddPrevValueReaders); otherwise a put that
+  // needs no more than the previous version's metadata takes it from the applier's cache
+  // (src/latest_cache.h) and its event carries no prev_kv. A consumer that finds one missing
+  // (a PUT with version > 1 and no prev_kv) reads the key at mod_revision - 1 from history, as
+  // etcd's watch does (ReadEvents with_prev_kv). epochd turns it on; its watch hub counts the
+  // watchers that asked for prev_kv.
+  bool lazy_prev_values = false;
 };
 
 // One committed log entry to apply.
@@ -68,7 +77,8 @@ struct ApplyResult {
   v1::InternalResponse response;
   // Store revision after this entry.
   Revision revision;
-  // The changes this entry made, in (revision, sub-revision) order, prev_kv filled in.
+  // The changes this entry made, in (revision, sub-revision) order, prev_kv filled in (a PUT's
+  // may be missing under KvStoreOptions::lazy_prev_values).
   std::vector<mvccpb::Event> events;
 };
 
@@ -94,6 +104,8 @@ struct LeaseInfo {
   std::int64_t ttl_ms = 0;
   std::int64_t deadline_cluster_ms = 0;
 };
+
+class LatestCache;
 
 class KvStore {
  public:
@@ -138,6 +150,10 @@ class KvStore {
   // -1 until the first compaction (etcd's compactMainRev).
   [[nodiscard]] Revision CompactRevision() const;
   [[nodiscard]] std::int64_t ClusterTimeMs() const;
+  // Under KvStoreOptions::lazy_prev_values: `delta` more (or fewer) consumers of applied events
+  // need PUT events' previous values. Takes effect from the next ApplyBatch; a consumer must
+  // still handle events applied before it (see lazy_prev_values). Const because it only counts.
+  void AddPrevValueReaders(int delta) const { prev_value_readers_.fetch_add(delta); }
 
   // etcd Range on the latest applied state. Validates the request.
   Result<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request) const;
@@ -177,6 +193,7 @@ class KvStore {
   KvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
           KvStoreOptions options, Meta meta);
   std::unique_ptr<ReadState> AcquireRead() const;
+  Result<std::vector<ApplyResult>> ApplyBatchOrFail(std::span<const ApplyInput> inputs);
   Status WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const Meta& meta);
   [[nodiscard]] StoreFamilies families() const;
   // A format-1 store (every table in the default family): moves its revision records into the
@@ -195,6 +212,9 @@ class KvStore {
   // Applier thread only: no idempotency record expires before this cluster time (INT64_MIN:
   // unknown, scan once). See IdempotencyExpiryHint in src/idempotency.h.
   std::int64_t idempotency_earliest_expiry_ms_ = INT64_MIN;
+  // Applier thread only: metadata of keys' latest versions (src/latest_cache.h).
+  std::unique_ptr<LatestCache> latest_cache_;
+  mutable std::atomic<int> prev_value_readers_{0};
 };
 
 }  // namespace epoch::server
