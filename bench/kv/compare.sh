@@ -26,6 +26,12 @@
 #   BENCH_PORT_OFFSET added to every port above (0), so two runs can share the machine
 #   BENCH_NO_BUILD    1: use $EPOCH_BUILD_DIR/server/epochd and bench/kv/epoch_bench as they are
 #                     (A/B runs of saved binaries)
+#   BENCH_ROUNDS      rounds of the whole matrix (1). Each round starts both clusters afresh, in
+#                     alternating order (epoch first in odd rounds, etcd first in even ones), so a
+#                     machine whose speed drifts over minutes moves both systems alike. The table
+#                     shows, per cell and system, the round with the median ops/s, and the ratio
+#                     column is the median of the per-round ratios (each round's two cells ran
+#                     about a minute apart); "ratios by round" lists them all.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +44,8 @@ threads=${BENCH_THREADS:-2}
 keys=${BENCH_KEYS:-1000}
 value=${BENCH_VALUE:-256}
 systems=${BENCH_SYSTEMS:-epoch etcd}
+rounds=${BENCH_ROUNDS:-1}
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
 dir=${BENCH_DIR:-$(mktemp -d /tmp/epoch-bench.XXXX)}
 export ETCDCTL_API=3
 
@@ -155,12 +163,12 @@ raft_term() {
     jq '[.[].Status.raftTerm] | max // 0' 2>/dev/null || echo 0
 }
 
-run_matrix() {  # system endpoints pid-files-glob
-  local system=$1 endpoints=$2 c name workload clients cn tgt extra out pids term_before term_after
+run_matrix() {  # system endpoints pid-files-glob round
+  local system=$1 endpoints=$2 round=$4 c name workload clients cn tgt extra out pids term_before term_after
   pids=$(cat $3 | paste -sd, -)
   for c in "${cells[@]}"; do
     IFS='|' read -r name workload clients cn tgt extra <<<"$c"
-    echo "-- $system $name: $workload, $clients clients, $cn conns, target $tgt" >&2
+    echo "-- round $round: $system $name: $workload, $clients clients, $cn conns, target $tgt" >&2
     term_before=$(raft_term "$endpoints")
     # shellcheck disable=SC2086
     out=$("$bench" --endpoints "$endpoints" --workload "$workload" --clients "$clients" \
@@ -170,7 +178,8 @@ run_matrix() {  # system endpoints pid-files-glob
     term_after=$(raft_term "$endpoints")
     if [ -n "$out" ]; then
       echo "$out" | jq -c --arg s "$system" --arg c "$name" --argjson t0 "$term_before" \
-        --argjson t1 "$term_after" '. + {system: $s, cell: $c, term_changes: ($t1 - $t0)}' >>"$results"
+        --argjson t1 "$term_after" --argjson r "$round" \
+        '. + {system: $s, cell: $c, round: $r, term_changes: ($t1 - $t0)}' >>"$results"
       echo "$out" | jq -r '"   \(.ops_per_sec|floor) ops/s  p50 \(.p50_ms) ms  p99 \(.p99_ms) ms  errors \(.errors)"' >&2
     else
       echo "   FAILED (see $dir/$system-bench.log)" >&2
@@ -179,31 +188,49 @@ run_matrix() {  # system endpoints pid-files-glob
 }
 
 for s in $systems; do
-  case $s in
-    epoch) start_epoch; run_matrix epoch "$epoch_endpoints" "$dir/epoch/n*.pid"; stop_epoch; drop_data ;;
-    etcd) start_etcd; run_matrix etcd "$etcd_endpoints" "$dir/etcd/e*.pid"; stop_etcd; drop_data ;;
-    *) echo "unknown system $s" >&2; exit 2 ;;
-  esac
+  case $s in epoch | etcd) ;; *) echo "unknown system $s" >&2; exit 2 ;; esac
+done
+for round in $(seq "$rounds"); do
+  order=$systems
+  # Even rounds run the systems in reverse order, so neither always runs first.
+  if ((round % 2 == 0)); then order=$(echo "$systems" | tr ' ' '\n' | tac | paste -sd' ' -); fi
+  for s in $order; do
+    case $s in
+      epoch) start_epoch; run_matrix epoch "$epoch_endpoints" "$dir/epoch/n*.pid" "$round"; stop_epoch; drop_data ;;
+      etcd) start_etcd; run_matrix etcd "$etcd_endpoints" "$dir/etcd/e*.pid" "$round"; stop_etcd; drop_data ;;
+    esac
+  done
 done
 
 # ---- the table ----
+# jq definitions both tables use: the median round's record of a cell, per-round ratios, median.
+jq_common='
+  def cell($c; $s): (map(select(.cell == $c and .system == $s)) | sort_by(.ops_per_sec)
+                     | if length == 0 then null else .[(length - 1) / 2 | floor] end);
+  def median: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+  def ratios($c): (map(select(.cell == $c)) | group_by(.round)
+                   | map((map(select(.system == "epoch"))[0]) as $e | (map(select(.system == "etcd"))[0]) as $d
+                         | if ($e != null and $d != null and $d.ops_per_sec > 0)
+                           then ($e.ops_per_sec / $d.ops_per_sec * 100 | round / 100) else empty end));
+'
 echo
 echo "Epoch vs etcd $(etcd --version | head -1 | awk '{print $3}'), 3 nodes each on 127.0.0.1, $(nproc) cores," \
   "${duration}s per cell after ${warmup}s warm-up, $keys keys, ${value}B values, client threads $threads."
 echo "Multi-client cells send to: $target endpoints ($conns connections); put-1 sends to the leader."
-jq -rs '
-  def cell($c; $s): (map(select(.cell == $c and .system == $s)) | .[0]);
+jq -rs "$jq_common"'
   def r($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 100 | round / 100 | tostring) else "-" end;
   def n($x): if $x == null then "-" else ($x | tostring) end;
   def ms($x): if $x == null then "-" else ($x * 100 | round / 100 | tostring) end;
   def ops($x): if $x == null then "-" else ($x.ops_per_sec | floor | tostring) end;
   def cpu($x): if ($x == null or $x.server_cpu_us_per_op < 0) then "-" else ($x.server_cpu_us_per_op | round | tostring) end;
   . as $all |
-  (["cell", "epoch ops/s", "etcd ops/s", "ratio", "epoch p50/p99/p99.9 ms", "etcd p50/p99/p99.9 ms",
+  (["cell", "epoch ops/s", "etcd ops/s", "ratio", "ratios by round", "epoch p50/p99/p99.9 ms", "etcd p50/p99/p99.9 ms",
     "p50 ratio", "p99 ratio", "server cpu us/op e/etcd", "elections e/etcd", "errors e/etcd"] | @tsv),
   ($all | map(.cell) | reduce .[] as $c ([]; if index([$c]) then . else . + [$c] end) | .[]) as $c |
   ($all | cell($c; "epoch")) as $e | ($all | cell($c; "etcd")) as $d |
-  [$c, ops($e), ops($d), r($e.ops_per_sec; $d.ops_per_sec),
+  ($all | ratios($c)) as $rs |
+  [$c, ops($e), ops($d), (if ($rs | length) > 0 then ($rs | median | tostring) else "-" end),
+   (if ($rs | length) > 0 then ($rs | map(tostring) | join(" ")) else "-" end),
    "\(ms($e.p50_ms)) / \(ms($e.p99_ms)) / \(ms($e.p999_ms))",
    "\(ms($d.p50_ms)) / \(ms($d.p99_ms)) / \(ms($d.p999_ms))",
    r($e.p50_ms; $d.p50_ms), r($e.p99_ms; $d.p99_ms),
@@ -214,8 +241,7 @@ echo "(ratio = epoch/etcd: above 1 is better for throughput, below 1 is better f
 echo " elections = Raft term changes during the cell)"
 echo
 echo "Issue 5 targets:"
-jq -rs '
-  def cell($c; $s): (map(select(.cell == $c and .system == $s)) | .[0]);
+jq -rs "$jq_common"'
   def ok($b): if $b then "met" else "MISSED" end;
   def x($a; $b): ($a / $b * 100 | round / 100);
   def ms($v): ($v * 100 | round / 100);
@@ -223,11 +249,12 @@ jq -rs '
   cell("get-lin-256"; "epoch") as $ge | cell("get-lin-256"; "etcd") as $gd |
   cell("put-256"; "epoch") as $pe | cell("put-256"; "etcd") as $pd |
   cell("put-1"; "epoch") as $oe | cell("put-1"; "etcd") as $od |
-  (if $ge and $gd then
-     "  linearizable get at 256 clients >= 2x etcd and >= 18000/s: \($ge.ops_per_sec | floor)/s, \(x($ge.ops_per_sec; $gd.ops_per_sec))x -> \(ok($ge.ops_per_sec >= 2 * $gd.ops_per_sec and $ge.ops_per_sec >= 18000))"
+  ($all | ratios("get-lin-256") | median) as $gr | ($all | ratios("put-256") | median) as $pr |
+  (if $gr != null then
+     "  linearizable get at 256 clients >= 2x etcd and >= 18000/s: \($ge.ops_per_sec | floor)/s, \($gr)x (median of rounds) -> \(ok($gr >= 2 and $ge.ops_per_sec >= 18000))"
    else "  linearizable get: not measured" end),
-  (if $pe and $pd then
-     "  put at 256 clients >= 1.5x etcd: \(x($pe.ops_per_sec; $pd.ops_per_sec))x -> \(ok($pe.ops_per_sec >= 1.5 * $pd.ops_per_sec))"
+  (if $pr != null then
+     "  put at 256 clients >= 1.5x etcd: \($pr)x (median of rounds) -> \(ok($pr >= 1.5))"
    else "  put at 256 clients: not measured" end),
   (if $oe and $od then
      "  single-client put p50 below etcd: \($oe.p50_ms * 1000 | round / 1000) vs \($od.p50_ms * 1000 | round / 1000) ms -> \(ok($oe.p50_ms < $od.p50_ms))"
