@@ -7,6 +7,7 @@
 // while it runs (conditions polled with deadlines, never fixed sleeps).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <map>
@@ -172,6 +173,46 @@ TEST_CASE("etcdctl watch sees live events in order from its creation on", "[inte
     got.push_back(e.value);
   }
   CHECK(got == want);
+}
+
+TEST_CASE("etcdctl watch --prev-kv sees each live PUT's previous value", "[integration][watch]") {
+  // epochd leaves previous values out of applied events unless a watcher asked for them
+  // (KvStoreOptions::lazy_prev_values): this watcher must get them all the same.
+  auto cluster = StartCluster();
+  auto kv = etcdserverpb::KV::NewStub(cluster->Channel(0));
+  REQUIRE(Put(*kv, "live/p", "v0").ok());
+  BackgroundWatch watch(*cluster, 2, {"live/p", "--prev-kv"}, "watch-prev");
+  int probes = 0;
+  bool connected = false;
+  auto deadline = Clock::now() + std::chrono::seconds(15);
+  while (!connected && Clock::now() < deadline) {
+    REQUIRE(Put(*kv, "live/p", fmt::format("probe-{}", probes++)).ok());
+    connected = watch.WaitFor([&](const auto&) { return !watch.Output().empty(); },
+                              std::chrono::milliseconds(100));
+  }
+  REQUIRE(connected);
+  for (int i = 0; i < 10; ++i) REQUIRE(Put(*kv, "live/p", fmt::format("after-{}", i)).ok());
+  const std::vector<std::string> tail = {"PUT", "live/p", "after-8", "live/p", "after-9"};
+  auto ends_with_tail = [&] {
+    std::vector<std::string> lines = RawLines(watch.Output());
+    return lines.size() >= tail.size() &&
+           std::equal(tail.begin(), tail.end(), lines.end() - static_cast<long>(tail.size()));
+  };
+  REQUIRE(watch.WaitFor([&](const auto&) { return ends_with_tail(); }, std::chrono::seconds(10)));
+  // Every event printed with its previous version: PUT, prev key, prev value, key, value — each
+  // value the one put before it.
+  std::vector<std::string> lines = RawLines(watch.Output());
+  REQUIRE(lines.size() % 5 == 0);
+  for (std::size_t i = 0; i < lines.size(); i += 5) {
+    INFO("event " << i / 5);
+    CHECK(lines[i] == "PUT");
+    CHECK(lines[i + 1] == "live/p");
+    CHECK(lines[i + 3] == "live/p");
+    if (i >= 5) CHECK(lines[i + 2] == lines[i - 1]);  // prev value = the value of the event before
+  }
+  REQUIRE(lines.size() >= 10 * 5);
+  CHECK(lines[lines.size() - 10 * 5 + 4] ==
+        "after-0");  // the value of the tenth event from the end
 }
 
 TEST_CASE("etcdctl watch from a compacted revision is canceled with the compaction error",
