@@ -34,8 +34,9 @@ class LatestCache {
     std::int64_t lease = 0;
   };
 
-  static constexpr std::size_t kDefaultMaxKeys = 1u << 20;
-  static constexpr std::size_t kDefaultMaxKeyBytes = 64u << 20;
+  // Worst case about 60 MB: ~100 bytes of map node per key, plus the keys themselves.
+  static constexpr std::size_t kDefaultMaxKeys = 256u << 10;
+  static constexpr std::size_t kDefaultMaxKeyBytes = 32u << 20;
 
   explicit LatestCache(std::size_t max_keys = kDefaultMaxKeys,
                        std::size_t max_key_bytes = kDefaultMaxKeyBytes)
