@@ -44,7 +44,7 @@ WatchHub::WatchHub(const KvStore& store, asio::any_io_executor dispatch,
 
 void WatchHub::Publish(Revision revision, const std::vector<mvccpb::Event>& events) {
   if (events.empty()) return;
-  if (watchers_.load() == 0 && SkipUnwatchedRevision(revision)) return;
+  if (SkipUnwatchedRevision(revision, events)) return;
   std::lock_guard lock(inbox_mu_);
   if (detached_) return;
   if (revision <= last_published_) {
@@ -64,21 +64,42 @@ void WatchHub::Publish(Revision revision, const std::vector<mvccpb::Event>& even
   ScheduleDispatchLocked();
 }
 
-// With no watcher and nothing queued, a revision has nobody to go to: it is marked dispatched at
-// once instead of being copied into the inbox and handed to the dispatch thread (a copy of every
-// event with both values, and a thread wake-up per applied batch, for nothing). A watcher added
-// later reads these revisions from history, as it reads any revision up to dispatched_.
-bool WatchHub::SkipUnwatchedRevision(Revision revision) {
-  std::lock_guard hub(mu_);  // mu_ before inbox_mu_: never the other way round
-  std::lock_guard lock(inbox_mu_);
-  if (detached_ || watchers_.load() != 0 || !progress_waiters_.empty() || !inbox_.empty() ||
-      dispatch_scheduled_ || revision <= last_published_) {
+// With nothing queued, a revision no watcher wants has nobody to go to: it is marked dispatched
+// at once instead of being copied into the inbox and handed to the dispatch thread (a copy of
+// every event with both values, and a thread wake-up per applied batch, for nothing). That is
+// what dispatching it would do: DeliverLocked only ever gets the events a watcher wants. A
+// watcher added later reads these revisions from history, as it reads any revision up to
+// dispatched_. With watchers registered this runs on the applier only if the hub lock is free
+// (a dispatch round holds it, and then the inbox is not empty anyway), so the applier never
+// waits for a dispatch round.
+bool WatchHub::SkipUnwatchedRevision(Revision revision, const std::vector<mvccpb::Event>& events) {
+  std::unique_lock hub(mu_, std::defer_lock);  // mu_ before inbox_mu_: never the other way round
+  if (watchers_.load() == 0) {
+    hub.lock();
+  } else if (!hub.try_lock()) {
     return false;
   }
+  std::lock_guard lock(inbox_mu_);
+  if (detached_ || !progress_waiters_.empty() || !inbox_.empty() || dispatch_scheduled_ ||
+      revision <= last_published_) {
+    return false;
+  }
+  if (watchers_.load() != 0 && AnyWatcherMayWantLocked(events)) return false;
   last_published_ = revision;
   dispatched_ = revision;
   ++stats_.unwatched;
   return true;
+}
+
+bool WatchHub::AnyWatcherMayWantLocked(const std::vector<mvccpb::Event>& events) const {
+  if (range_watchers_.size() > kRangeWatchersCheckedOnApply) return true;
+  for (const mvccpb::Event& event : events) {
+    if (key_watchers_.contains(event.kv().key())) return true;
+    for (const auto& w : range_watchers_) {
+      if (w->spec.Wants(event)) return true;
+    }
+  }
+  return false;
 }
 
 void WatchHub::Resync() {

@@ -89,6 +89,51 @@ TEST_CASE("revisions applied while nobody watches skip the dispatch and come fro
   CHECK(f.hub().dispatched_revision() == Revision(8));
 }
 
+// Watchers that want none of a revision's keys make it skip the hub too; a revision one of them
+// wants is carried live, and a later watcher still reads the skipped ones from history.
+TEST_CASE("revisions no watcher wants skip the dispatch; wanted ones are carried live",
+          "[watch][hub]") {
+  WatchFixture f;
+  FakeStream s(f);
+  s.Create(CreateReq("a"));         // 0: one key
+  s.Create(CreateReq("p/", "p0"));  // 1: a prefix (a range watcher)
+  Settle(f, {&s});
+  f.Put("z", "1");  // rev 2: nobody wants it
+  CHECK(f.hub().stats().unwatched == 1);
+  CHECK(f.hub().dispatched_revision() == Revision(2));
+  CHECK(f.RunDispatch() == 0);  // nothing was queued
+  f.Put("p/x", "2");            // rev 3: the prefix watcher's
+  f.Put("a", "3");              // rev 4: the key watcher's
+  f.Put("q", "4");              // rev 5: queued behind them, so not skipped
+  Settle(f, {&s});
+  CHECK(f.hub().stats().unwatched == 1);
+  f.Put("q", "5");  // rev 6: skipped again
+  CHECK(f.hub().stats().unwatched == 2);
+  CHECK(RevisionsOf(EventsOf(s.received(), 0)) == std::vector<std::int64_t>{4});
+  CHECK(RevisionsOf(EventsOf(s.received(), 1)) == std::vector<std::int64_t>{3});
+
+  FakeStream later(f);
+  const std::string nul(1, '\0');
+  later.Create(CreateReq(nul, nul, 2));  // every key, from revision 2
+  Settle(f, {&later});
+  CHECK(RevisionsOf(EventsOf(later.received())) == Range(2, 6));
+}
+
+TEST_CASE("more range watchers than the applier checks: revisions are carried, not skipped",
+          "[watch][hub]") {
+  WatchFixture f;
+  FakeStream s(f);
+  for (std::size_t i = 0; i <= WatchHub::kRangeWatchersCheckedOnApply; ++i) {
+    s.Create(CreateReq(fmt::format("r{}/", i), fmt::format("r{}0", i)));
+  }
+  Settle(f, {&s});
+  f.Put("z", "1");
+  CHECK(f.hub().stats().unwatched == 0);
+  Settle(f, {&s});
+  CHECK(EventsOf(s.received()).empty());  // dispatched, and nobody wanted it
+  CHECK(f.hub().dispatched_revision() == Revision(2));
+}
+
 TEST_CASE("start_revision equal to the dispatched revision replays just that revision",
           "[watch][hub]") {
   WatchFixture f;

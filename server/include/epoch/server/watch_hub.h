@@ -64,12 +64,16 @@ struct WatchHubStats {
   std::uint64_t fallbacks = 0;      // synced watchers that fell back to history (slow or gap)
   std::uint64_t history_reads = 0;  // ReadEvents calls by catching-up watchers
   std::uint64_t gaps = 0;           // inbox overflows and revision jumps
-  std::uint64_t unwatched = 0;      // revisions applied with no watcher: marked dispatched at once
+  std::uint64_t unwatched = 0;      // revisions no watcher wanted: marked dispatched at once
   std::size_t watchers = 0;         // registered now
 };
 
 class WatchHub : public std::enable_shared_from_this<WatchHub> {
  public:
+  // Up to this many range watchers, the applier checks whether a revision is wanted before
+  // queuing it (SkipUnwatchedRevision); past it, every revision is queued.
+  static constexpr std::size_t kRangeWatchersCheckedOnApply = 16;
+
   // `dispatch` runs the dispatch rounds (wrapped in a strand here); `reads` runs history reads.
   // `store` must outlive the hub's last task.
   static std::shared_ptr<WatchHub> Create(const KvStore& store, asio::any_io_executor dispatch,
@@ -121,7 +125,10 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
 
   WatchHub(const KvStore& store, asio::any_io_executor dispatch, asio::any_io_executor reads,
            WatchHubOptions options);
-  bool SkipUnwatchedRevision(Revision revision);
+  bool SkipUnwatchedRevision(Revision revision, const std::vector<mvccpb::Event>& events);
+  // Whether some watcher may want one of `events` (mu_ held). Errs towards yes: past
+  // kRangeWatchersCheckedOnApply range watchers it does not look.
+  [[nodiscard]] bool AnyWatcherMayWantLocked(const std::vector<mvccpb::Event>& events) const;
   void PushGapLocked(Revision through);  // inbox_mu_ held
   void ScheduleDispatchLocked();         // inbox_mu_ held
   void Dispatch();
