@@ -1,7 +1,8 @@
 // LatestCache: the applier's copy of the metadata of recently written keys' latest versions —
 // create and mod revision, version, lease: what the latest table's record says, without the
-// value. A put that needs nothing more of the previous version (no prev_kv, ignore_value or
-// ignore_lease, and no watcher that wants previous values) takes it from here instead of reading
+// value. A put that needs nothing more of the previous version (no prev_kv or ignore_value —
+// ignore_lease needs only the lease — and no watcher that wants previous values) takes it from
+// here instead of reading
 // the latest table: one memtable search and one KeyValue parse fewer per put, on every member
 // (bench/kv/PROFILE.md, session 10: the read was 8-9 % of each member's CPU in put-256).
 //

@@ -91,13 +91,28 @@ bool WatchHub::SkipUnwatchedRevision(Revision revision, const std::vector<mvccpb
   return true;
 }
 
+template <typename Fn>
+void WatchHub::ForEachWatcherWantingLocked(const mvccpb::Event& event, Fn&& fn) const {
+  auto it = key_watchers_.find(event.kv().key());
+  if (it != key_watchers_.end()) {
+    for (const auto& w : it->second) {
+      if (w->spec.Wants(event) && !fn(w)) return;
+    }
+  }
+  for (const auto& w : range_watchers_) {
+    if (w->spec.Wants(event) && !fn(w)) return;
+  }
+}
+
 bool WatchHub::AnyWatcherMayWantLocked(const std::vector<mvccpb::Event>& events) const {
   if (range_watchers_.size() > kRangeWatchersCheckedOnApply) return true;
   for (const mvccpb::Event& event : events) {
-    if (key_watchers_.contains(event.kv().key())) return true;
-    for (const auto& w : range_watchers_) {
-      if (w->spec.Wants(event)) return true;
-    }
+    bool wanted = false;
+    ForEachWatcherWantingLocked(event, [&](const std::shared_ptr<Watcher>&) {
+      wanted = true;
+      return false;
+    });
+    if (wanted) return true;
   }
   return false;
 }
@@ -163,15 +178,10 @@ void WatchHub::DispatchRevisionLocked(const Published& item, Touched* touched) {
   // Per watcher, the events of this revision it wants, in sub-revision order.
   std::unordered_map<std::shared_ptr<Watcher>, std::vector<const mvccpb::Event*>> wanted;
   for (const mvccpb::Event& event : *item.events) {
-    auto it = key_watchers_.find(event.kv().key());
-    if (it != key_watchers_.end()) {
-      for (const auto& w : it->second) {
-        if (w->spec.Wants(event)) wanted[w].push_back(&event);
-      }
-    }
-    for (const auto& w : range_watchers_) {
-      if (w->spec.Wants(event)) wanted[w].push_back(&event);
-    }
+    ForEachWatcherWantingLocked(event, [&](const std::shared_ptr<Watcher>& w) {
+      wanted[w].push_back(&event);
+      return true;
+    });
   }
   for (const auto& [watcher, events] : wanted) {
     std::shared_ptr<WatchSession> session = watcher->session.lock();

@@ -195,13 +195,7 @@ void WatchSession::DeliverLocked(const std::shared_ptr<Watcher>& watcher, Revisi
   if (watcher->state == WatcherState::kCatchingUp && revision <= watcher->buffer_floor) return;
   if (watcher->spec.prev_kv && LacksPrevValue(events)) {
     // History has it (ReadEvents fills prev_kv from the key's previous revision).
-    if (watcher->state == WatcherState::kSynced) {
-      FallBehindLocked(watcher, revision);
-    } else {
-      watcher->buffer.clear();
-      watcher->buffer_bytes = 0;
-      watcher->buffer_floor = revision;
-    }
+    LeaveToHistoryLocked(watcher, revision);
     return;
   }
   std::vector<mvccpb::Event> copy;
@@ -213,22 +207,31 @@ void WatchSession::DeliverLocked(const std::shared_ptr<Watcher>& watcher, Revisi
   if (watcher->state == WatcherState::kSynced) {
     if (watcher->queued_bytes + bytes > max_bytes) {
       // The stream does not drain fast enough: stop queuing, catch up from history later.
-      FallBehindLocked(watcher, revision);
+      LeaveToHistoryLocked(watcher, revision);
       return;
     }
     QueueRevisionLocked(watcher, revision, std::move(copy), bytes);
     return;
   }
   // Catching up: keep the live revision until history has reached the buffer floor.
-  watcher->buffer_bytes += bytes;
-  if (watcher->buffer_bytes > max_bytes) {
+  if (watcher->buffer_bytes + bytes > max_bytes) {
     // Too much to hold: history will have to cover this revision too.
-    watcher->buffer.clear();
-    watcher->buffer_bytes = 0;
-    watcher->buffer_floor = revision;
+    LeaveToHistoryLocked(watcher, revision);
     return;
   }
+  watcher->buffer_bytes += bytes;
   watcher->buffer.push_back({revision, std::move(copy)});
+}
+
+void WatchSession::LeaveToHistoryLocked(const std::shared_ptr<Watcher>& watcher, Revision through) {
+  if (watcher->state == WatcherState::kSynced) {
+    FallBehindLocked(watcher, through);
+    return;
+  }
+  // Catching up already: drop what is buffered; the history read now goes on through `through`.
+  watcher->buffer.clear();
+  watcher->buffer_bytes = 0;
+  watcher->buffer_floor = through;
 }
 
 void WatchSession::GapLocked(const std::shared_ptr<Watcher>& watcher, Revision through) {

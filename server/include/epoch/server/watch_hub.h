@@ -129,6 +129,10 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   // Whether some watcher may want one of `events` (mu_ held). Errs towards yes: past
   // kRangeWatchersCheckedOnApply range watchers it does not look.
   [[nodiscard]] bool AnyWatcherMayWantLocked(const std::vector<mvccpb::Event>& events) const;
+  // Calls fn(watcher) for each watcher that wants `event` (key watchers of its key first, then
+  // range watchers), until fn returns false (mu_ held).
+  template <typename Fn>
+  void ForEachWatcherWantingLocked(const mvccpb::Event& event, Fn&& fn) const;
   void PushGapLocked(Revision through);  // inbox_mu_ held
   void ScheduleDispatchLocked();         // inbox_mu_ held
   void Dispatch();

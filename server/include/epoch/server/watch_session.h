@@ -125,6 +125,10 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
                             std::vector<mvccpb::Event> events);
   // Synced -> catching up: live events go to the buffer, history from `next` is read.
   void FallBehindLocked(const std::shared_ptr<Watcher>& watcher, Revision through);
+  // History, not the live round, must bring this watcher everything through `through` (the live
+  // copy would overflow, or lacks a prev_kv it asked for): synced watchers fall behind,
+  // catching-up ones drop their buffer and move the floor.
+  void LeaveToHistoryLocked(const std::shared_ptr<Watcher>& watcher, Revision through);
   void MaybeStartHistoryReadLocked(const std::shared_ptr<Watcher>& watcher);
   void ReadHistory(const std::shared_ptr<Watcher>& watcher);
   void ApplyHistoryLocked(const std::shared_ptr<Watcher>& watcher, const EventBatch& batch);
