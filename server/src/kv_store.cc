@@ -131,11 +131,14 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOp
   // must flush together, or a crash could keep one family's writes of an applied index and lose
   // the other's.
   opts.atomic_flush = true;
-  // Metadata is small and hot: compressing every flushed memtable (snappy by default) cost ~1 % of
-  // a put's server CPU for little space. Only the bottommost level, which holds the bulk of a
-  // large store, stays compressed.
+  // No compression at any level. Metadata is small and hot: compressing every flushed memtable
+  // (snappy by default) cost ~1 % of a put's server CPU for little space. A compressed bottommost
+  // level cost more: a file can move down the levels without being rewritten only if its
+  // compression matches the target level's, so every flushed history file (append-only keys,
+  // never overlapping) was rewritten just to snappy it, ~2 % of a put (bench/kv/PROFILE.md,
+  // session 12). etcd's bbolt does not compress either.
   opts.compression = rocksdb::kNoCompression;
-  opts.bottommost_compression = rocksdb::kSnappyCompression;
+  opts.bottommost_compression = rocksdb::kNoCompression;
   opts.avoid_flush_during_shutdown = options.skip_flush_on_close;
   // One writer (the applier): no concurrent memtable inserts, which also lets the insert hints
   // below work (RocksDB ignores them for concurrent writes).
