@@ -18,17 +18,20 @@
 
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
+#include "key_index.h"
 #include "store_reader.h"
 
 namespace epoch::server {
 
 struct CompactionStats {
   std::int64_t entries_removed = 0;
-  std::int64_t entries_kept = 0;
 };
 
-// Removes the history below `compact_to` from the pending batch. `reader` reads through `batch`.
-Result<CompactionStats> CompactHistory(const StoreReader& reader,
+// Removes the history below `compact_to`: the revision records from the pending batch, the
+// index entries when the batch is published (KeyIndex::StageCompaction). `index` holds every
+// earlier entry's writes published (the batch before a compaction is written first:
+// ReadsHistory).
+Result<CompactionStats> CompactHistory(KeyIndex* index, const StoreFamilies& families,
                                        rocksdb::WriteBatchWithIndex* batch, Revision compact_to);
 
 }  // namespace epoch::server

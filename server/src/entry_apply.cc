@@ -32,7 +32,7 @@ Status Classify(const Result<T>& r, ApplyResult* out) {
 // only on success.
 template <typename Fn>
 Status ApplyKvWrite(const EntryContext& ctx, KvStore::Meta* meta, ApplyResult* out, Fn fn) {
-  WriteTxn txn(ctx.reader, ctx.batch, meta->revision, ctx.latest, ctx.prev_values);
+  WriteTxn txn(ctx.reader, ctx.batch, ctx.index, meta->revision, ctx.latest, ctx.prev_values);
   KvApplier applier(ReadContext{ctx.reader, meta->revision, meta->compact_revision}, &txn);
   auto result = fn(applier);
   EPOCH_RETURN_IF_ERROR(Classify(result, out));
@@ -53,7 +53,8 @@ Status ApplyCompaction(const EntryContext& ctx, KvStore::Meta* meta,
     out->status = etcd_errors::kFutureRev.ToStatus();
     return Status::Ok();
   }
-  Result<CompactionStats> stats = CompactHistory(*ctx.reader, ctx.batch, target);
+  Result<CompactionStats> stats =
+      CompactHistory(ctx.index, ctx.reader->families(), ctx.batch, target);
   if (!stats.ok()) return stats.status();
   meta->compact_revision = target;
   out->response.mutable_compaction()->mutable_header()->set_revision(meta->revision.value());
@@ -107,7 +108,7 @@ Status ApplyLeaseRequest(const EntryContext& ctx, KvStore::Meta* meta, const Int
       break;
     }
     case InternalRequest::kLeaseRevoke: {
-      WriteTxn txn(ctx.reader, ctx.batch, meta->revision, ctx.latest, ctx.prev_values);
+      WriteTxn txn(ctx.reader, ctx.batch, ctx.index, meta->revision, ctx.latest, ctx.prev_values);
       Result<pb::LeaseRevokeResponse> r =
           ApplyLeaseRevoke(*ctx.reader, ctx.batch, &txn, LeaseId(req.lease_revoke().id()));
       EPOCH_RETURN_IF_ERROR(Classify(r, out));
@@ -222,6 +223,7 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
   ApplyResult out;
   KvStore::Meta next = *meta;
   ctx.batch->SetSavePoint();
+  ctx.index->BeginEntry();
   EPOCH_RETURN_IF_ERROR(ApplyRequest(ctx, &next, req, &out));
   if (out.status.ok()) {
     EPOCH_RETURN_IF_ERROR(FromRocks(ctx.batch->PopSavePoint(), "pop save point"));
@@ -229,6 +231,7 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
     *meta = next;
   } else {
     if (ctx.latest != nullptr) ctx.latest->RollbackEntry();
+    ctx.index->RollbackEntry();
     EPOCH_RETURN_IF_ERROR(FromRocks(ctx.batch->RollbackToSavePoint(), "roll back request"));
     out.response.Clear();
     out.events.clear();

@@ -11,6 +11,7 @@
 #include "epoch/status.h"
 #include "epoch/v1/internal.pb.h"
 #include "idempotency.h"
+#include "key_index.h"
 #include "latest_cache.h"
 #include "store_reader.h"
 
@@ -25,6 +26,8 @@ struct EntryContext {
   IdempotencyExpiryHint* idempotency_hint;
   // The applier's metadata of keys' latest versions, kept in step with `batch` (nullptr: none).
   LatestCache* latest = nullptr;
+  // The per-key history: `batch`'s writes are staged in it (never null).
+  KeyIndex* index = nullptr;
   // Whether PUT events must carry the previous value (KvStoreOptions::lazy_prev_values).
   bool prev_values = true;
 };

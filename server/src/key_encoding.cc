@@ -108,26 +108,10 @@ bool ParseIndexKey(std::string_view stored_key, std::string* user_key, RevisionP
 }
 
 std::string IndexKey(std::string_view user_key, RevisionPair rev) {
-  std::string out = IndexKeyPrefix(user_key);
-  AppendRevisionPair(&out, rev);
-  return out;
-}
-
-std::string IndexKeyPrefix(std::string_view user_key) {
   std::string out(1, kIndexTable);
   AppendEscapedUserKey(&out, user_key);
+  AppendRevisionPair(&out, rev);
   return out;
-}
-
-StoredBounds IndexBounds(const KeyRange& range) {
-  StoredBounds b;
-  b.lower = IndexKeyPrefix(range.key);
-  switch (range.kind) {
-    case KeyRange::Kind::kSingle: b.upper = PrefixEnd(b.lower); break;
-    case KeyRange::Kind::kFromKey: b.upper = std::string(1, kIndexTable + 1); break;
-    case KeyRange::Kind::kRange: b.upper = IndexKeyPrefix(range.end); break;
-  }
-  return b;
 }
 
 std::string RevisionKey(RevisionPair rev) {

@@ -1,9 +1,12 @@
-// The RocksDB key layout of KvStore (server/README.md has the table). One column family; the
-// first byte of every key names its table, so one atomic write batch covers all of them:
+// The RocksDB key layout of KvStore (server/README.md has the table). The first byte of every
+// key names its table; StoreFamilies (store_reader.h) maps tables to column families, and one
+// atomic write batch covers all of them:
 //
 //   'm' name                           -> int64 (applied index, revision, compact revision, clock)
 //   'k' user_key                       -> mvccpb.KeyValue   (live keys at the current revision)
-//   'i' esc(user_key) main sub         -> 'p' | 't'         (per-key history: put or tombstone)
+//   'i' esc(user_key) main sub         -> 'p' | 't'         (format 2 only: per-key history, now
+//                                                            in memory, key_index.h; dropped on
+//                                                            upgrade)
 //   'r' main sub                       -> epoch.v1.StoredEvent (history in revision order)
 //   'l' lease_id                       -> epoch.v1.StoredLease
 //   'a' lease_id user_key              -> ""                (keys attached to a lease)
@@ -11,8 +14,8 @@
 //   'x' expires_ms idempotency_key     -> ""                (idempotency expiry queue)
 //
 // esc() escapes 0x00 as 00 ff and terminates with 00 01, so encoded keys sort like the user keys
-// and no encoded key is a prefix of another: all index entries of user keys in [a, b) lie in
-// ['i' esc(a), 'i' esc(b)). Integers are big-endian, so bytewise order is numeric order.
+// and no encoded key is a prefix of another. Integers are big-endian, so bytewise order is
+// numeric order.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -75,12 +78,10 @@ std::string_view UserKeyOfLatest(std::string_view stored_key);
 StoredBounds LatestBounds(const KeyRange& range);
 
 void AppendEscapedUserKey(std::string* out, std::string_view user_key);
-// Parses an index key ('i' esc(user_key) main sub). False if malformed.
+// Format 2's per-key history keys ('i' esc(user_key) main sub): what an upgrade drops, and what
+// tests write to build a format-2 store. ParseIndexKey is false if malformed.
 bool ParseIndexKey(std::string_view stored_key, std::string* user_key, RevisionPair* rev);
 std::string IndexKey(std::string_view user_key, RevisionPair rev);
-// All index entries of one user key.
-std::string IndexKeyPrefix(std::string_view user_key);
-StoredBounds IndexBounds(const KeyRange& range);
 
 std::string RevisionKey(RevisionPair rev);
 bool ParseRevisionKey(std::string_view stored_key, RevisionPair* rev);

@@ -9,12 +9,15 @@
 #include <rocksdb/utilities/write_batch_with_index.h>
 
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <system_error>
 #include <tuple>
 #include <utility>
 
 #include "entry_apply.h"
 #include "key_encoding.h"
+#include "key_index.h"
 #include "latest_cache.h"
 #include "read_state.h"
 #include "revision_codec.h"
@@ -26,10 +29,13 @@ namespace epoch::server {
 namespace {
 
 // Bumped when the key layout changes incompatibly. 1: every table in the default column
-// family; 2: revision records in their own family (StoreFamilies). A format-1 store is migrated
-// when it is opened, and a format-1 snapshot image is routed into both families when installed.
-constexpr std::int64_t kFormatVersion = 2;
+// family; 2: revision records in their own family (StoreFamilies); 3: no per-key history table
+// ('i'), the KeyIndex is rebuilt from the revision records instead. An older store is upgraded
+// when it is opened, and an older snapshot image is routed into the current layout (its 'i'
+// keys dropped) when installed.
+constexpr std::int64_t kFormatVersion = 3;
 constexpr std::int64_t kFormatSingleFamily = 1;
+constexpr std::int64_t kFormatIndexTable = 2;
 constexpr char kHistoryFamily[] = "history";
 
 rocksdb::WriteOptions NoWalWrite() {
@@ -92,7 +98,8 @@ class AppendHintPrefix final : public rocksdb::SliceTransform {
 Result<std::optional<std::int64_t>> LoadFormat(rocksdb::DB* db) {
   Result<std::optional<std::int64_t>> format = ReadMetaValue(db, kMetaFormat);
   if (!format.ok()) return format.status();
-  if (format->has_value() && **format != kFormatVersion && **format != kFormatSingleFamily) {
+  if (format->has_value() && **format != kFormatVersion && **format != kFormatSingleFamily &&
+      **format != kFormatIndexTable) {
     return Status::Corruption("unsupported store format version " + std::to_string(**format) +
                               " (this epochd reads versions 1 and 2)");
   }
@@ -171,6 +178,10 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOp
   if (**format == kFormatSingleFamily) {
     EPOCH_RETURN_IF_ERROR(store->MigrateSingleFamily().Annotate("migrate " + dir));
   }
+  if (**format != kFormatVersion) {
+    EPOCH_RETURN_IF_ERROR(store->DropIndexTable().Annotate("upgrade " + dir));
+  }
+  EPOCH_RETURN_IF_ERROR(store->RebuildIndex().Annotate("open " + dir));
   return store;
 }
 
@@ -192,7 +203,8 @@ KvStore::KvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFam
       handles_(std::move(handles)),
       options_(std::move(options)),
       meta_(meta),
-      latest_cache_(std::make_unique<LatestCache>()) {}
+      latest_cache_(std::make_unique<LatestCache>()),
+      index_(std::make_unique<KeyIndex>()) {}
 
 KvStore::~KvStore() {
   for (rocksdb::ColumnFamilyHandle* h : handles_) (void)db_->DestroyColumnFamilyHandle(h);
@@ -206,6 +218,7 @@ Status KvStore::WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const 
   EPOCH_RETURN_IF_ERROR(PutMeta(batch, meta, &meta_));
   std::lock_guard<std::mutex> lock(mu_);
   EPOCH_RETURN_IF_ERROR(FromRocks(db_->Write(NoWalWrite(), batch->GetWriteBatch()), "apply"));
+  index_->Publish();  // before meta_: a reader at the new revision finds its entries
   meta_ = meta;
   return Status::Ok();
 }
@@ -213,16 +226,20 @@ Status KvStore::WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const 
 Result<std::vector<ApplyResult>> KvStore::ApplyBatch(std::span<const ApplyInput> inputs) {
   Result<std::vector<ApplyResult>> results = ApplyBatchOrFail(inputs);
   // The cache describes the batch, which was not written: forget it (the node stops anyway).
-  if (!results.ok()) latest_cache_->Clear();
+  if (!results.ok()) {
+    latest_cache_->Clear();
+    index_->DiscardStaged();
+  }
   return results;
 }
 
 Result<std::vector<ApplyResult>> KvStore::ApplyBatchOrFail(std::span<const ApplyInput> inputs) {
   rocksdb::WriteBatchWithIndex batch(rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true);
-  StoreReader reader(db_.get(), families(), nullptr, &batch);
+  StoreReader reader(db_.get(), families(), nullptr, &batch, index_.get());
   IdempotencyExpiryHint hint{idempotency_earliest_expiry_ms_};
   const bool prev_values = !options_.lazy_prev_values || prev_value_readers_.load() > 0;
-  const EntryContext ctx{&reader, &batch, &options_, &hint, latest_cache_.get(), prev_values};
+  const EntryContext ctx{&reader,      &batch,     &options_, &hint, latest_cache_.get(),
+                         index_.get(), prev_values};
   Meta meta = meta_;  // only this thread writes meta_, so reading it unlocked is race-free
   std::vector<ApplyResult> results;
   results.reserve(inputs.size());
@@ -333,6 +350,8 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
   for (rocksdb::ColumnFamilyHandle* family : image_handles) {
     std::unique_ptr<rocksdb::Iterator> it(image->NewIterator(rocksdb::ReadOptions(), family));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      // An older image's per-key history: the index is rebuilt from the revision records.
+      if (it->key().starts_with(rocksdb::Slice(&kIndexTable, 1))) continue;
       const bool is_format = it->key() == rocksdb::Slice(format_key);
       EPOCH_RETURN_IF_ERROR(import.Add(it->key(), is_format ? format_value : it->value()));
     }
@@ -345,7 +364,10 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
   EPOCH_RETURN_IF_ERROR(import.Ingest());
   meta_ = meta;
   idempotency_earliest_expiry_ms_ = INT64_MIN;  // the image's records are unknown: scan once
-  return Status::Ok();
+  // Still under mu_: no reader acquires the new state before its index is there. A reader of
+  // the old state (compact revision at most the image's) sees the new index: the same history,
+  // Raft's log being one, or "compacted" below the image's compact revision.
+  return RebuildIndex().Annotate("install snapshot image");
 }
 
 Status KvStore::MigrateSingleFamily() {
@@ -358,20 +380,53 @@ Status KvStore::MigrateSingleFamily() {
   }
   EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read history"));
   it.reset();
+  // Ingested files are durable. The format record is written by DropIndexTable, next: a crash in
+  // between migrates again, and finds no history left in the default family.
   if (import.history_keys() > 0) EPOCH_RETURN_IF_ERROR(import.Ingest());
-  // Ingested files are durable; the format record is made so by the flush. A crash in between
-  // migrates again, and finds no history left in the default family.
+  return Status::Ok();
+}
+
+Status KvStore::DropIndexTable() {
+  // One batch (RocksDB's WAL is off, so it is durable only once flushed): a crash before the
+  // flush leaves the old format, and the next open drops the table again.
+  rocksdb::WriteBatch batch;
+  const StoredBounds index = TableBounds(kIndexTable);
+  EPOCH_RETURN_IF_ERROR(
+      FromRocks(batch.DeleteRange(handles_[0], index.lower, index.upper), "drop index table"));
   EPOCH_RETURN_IF_ERROR(FromRocks(
-      db_->Put(NoWalWrite(), handles_[0], MetaKey(kMetaFormat), EncodeInt64(kFormatVersion)),
-      "write format"));
+      batch.Put(handles_[0], MetaKey(kMetaFormat), EncodeInt64(kFormatVersion)), "write format"));
+  EPOCH_RETURN_IF_ERROR(FromRocks(db_->Write(NoWalWrite(), &batch), "drop index table"));
   return Flush().status();
+}
+
+Status KvStore::RebuildIndex() {
+  std::map<std::string, KeyIndex::History, std::less<>> keys;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[1]));
+  RevisionPair pair;
+  v1::StoredEvent ev;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const std::string_view key(it->key().data(), it->key().size());
+    if (!ParseRevisionKey(key, &pair)) return Status::Corruption("malformed revision key");
+    if (pair.sub > std::numeric_limits<std::uint32_t>::max()) {
+      return Status::Corruption("sub-revision out of range: " + std::to_string(pair.sub));
+    }
+    if (!ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return Status::Corruption("undecodable revision record");
+    }
+    // Revision order: each key's entries arrive ascending.
+    keys[ev.kv().key()].push_back(KeyIndex::Entry{pair.main, static_cast<std::uint32_t>(pair.sub),
+                                                  ev.type() == mvccpb::Event::PUT});
+  }
+  EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read history"));
+  index_->Replace(std::move(keys), meta_.compact_revision);
+  return Status::Ok();
 }
 
 StoreFamilies KvStore::families() const { return StoreFamilies{handles_[0], handles_[1]}; }
 
 std::unique_ptr<KvStore::ReadState> KvStore::AcquireRead() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::make_unique<ReadState>(db_.get(), families(), meta_);
+  return std::make_unique<ReadState>(db_.get(), families(), index_.get(), meta_);
 }
 
 LogIndex KvStore::AppliedIndex() const {

@@ -58,8 +58,9 @@ void AddFlags(CLI::App& app, Flags& f, NodeConfig& c) {
   app.add_option("--snapshot-count", c.snapshot.compaction.trigger_entries,
                  "Compact the Raft log once this many applied entries follow the last snapshot")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
-  app.add_option("--snapshot-bytes", c.snapshot.compaction.trigger_bytes,
-                 "... or once this many bytes of entries were appended since (0 = no byte trigger)");
+  app.add_option(
+      "--snapshot-bytes", c.snapshot.compaction.trigger_bytes,
+      "... or once this many bytes of entries were appended since (0 = no byte trigger)");
   app.add_option("--snapshot-catchup-entries", c.snapshot.compaction.keep_entries,
                  "Entries kept in the log after a compaction, for followers that lag a little");
   app.add_option("--snapshot-chunk-bytes", c.snapshot.send.chunk_bytes,

@@ -1,7 +1,9 @@
 #include "mvcc_read.h"
 
-#include <limits>
 #include <string>
+#include <vector>
+
+#include "key_index.h"
 
 namespace epoch::server {
 
@@ -20,62 +22,28 @@ Result<mvccpb::KeyValue> ReadPutRecord(const StoreReader& reader, RevisionPair r
   return std::move(*ev.mutable_kv());
 }
 
-// Scans the per-key history: for each user key keeps the last entry with main <= rev.
-class HistoryScan {
- public:
-  HistoryScan(const StoreReader& reader, Revision rev, std::int64_t limit, bool count_only,
-              RawRange* out)
-      : reader_(reader), rev_(rev), limit_(limit), count_only_(count_only), out_(out) {}
-
-  Status Run(const KeyRange& range) {
-    BoundedIterator it = reader_.NewIterator(IndexBounds(range));
-    std::string user_key;
-    RevisionPair pair;
-    for (it.SeekToFirst(); it.Valid(); it.Next()) {
-      if (!ParseIndexKey(it.key(), &user_key, &pair)) {
-        return Status::Corruption("malformed index key");
-      }
-      if (has_group_ && user_key != group_key_) EPOCH_RETURN_IF_ERROR(EmitGroup());
-      if (!has_group_) {
-        has_group_ = true;
-        group_key_ = user_key;
-        best_valid_ = false;
-      }
-      if (pair.main <= rev_.value()) {
-        best_valid_ = true;
-        best_ = pair;
-        best_is_put_ = !it.value().empty() && it.value()[0] == kIndexPut;
-      }
-    }
-    EPOCH_RETURN_IF_ERROR(it.status());
-    if (has_group_) EPOCH_RETURN_IF_ERROR(EmitGroup());
-    return Status::Ok();
-  }
-
- private:
-  Status EmitGroup() {
-    has_group_ = false;
-    if (!best_valid_ || !best_is_put_) return Status::Ok();
-    ++out_->count;
-    if (count_only_) return Status::Ok();
-    if (limit_ > 0 && static_cast<std::int64_t>(out_->kvs.size()) >= limit_) return Status::Ok();
-    Result<mvccpb::KeyValue> kv = ReadPutRecord(reader_, best_);
+// Live keys of `range` at `rev` from the index, values from their revision records. The index
+// only names the records (under its lock); they are read afterwards, through the reader's
+// snapshot, which holds every record at or below its revision.
+Status ReadHistoricalRange(const StoreReader& reader, const KeyRange& range, Revision rev,
+                           std::int64_t limit, bool count_only, RawRange* out) {
+  std::vector<RevisionPair> wanted;
+  EPOCH_RETURN_IF_ERROR(
+      reader.index().LiveAt(range, rev, [&](const std::string&, RevisionPair pair) {
+        ++out->count;
+        if (!count_only && (limit <= 0 || static_cast<std::int64_t>(wanted.size()) < limit)) {
+          wanted.push_back(pair);
+        }
+        return true;
+      }));
+  out->kvs.reserve(wanted.size());
+  for (const RevisionPair& pair : wanted) {
+    Result<mvccpb::KeyValue> kv = ReadPutRecord(reader, pair);
     if (!kv.ok()) return kv.status();
-    out_->kvs.push_back(std::move(*kv));
-    return Status::Ok();
+    out->kvs.push_back(std::move(*kv));
   }
-
-  const StoreReader& reader_;
-  Revision rev_;
-  std::int64_t limit_;
-  bool count_only_;
-  RawRange* out_;
-  bool has_group_ = false;
-  std::string group_key_;
-  bool best_valid_ = false;
-  bool best_is_put_ = false;
-  RevisionPair best_;
-};
+  return Status::Ok();
+}
 
 Status ReadLatestRange(const StoreReader& reader, const KeyRange& range, std::int64_t limit,
                        bool count_only, RawRange* out) {
@@ -112,8 +80,7 @@ Result<RawRange> ReadRangeAt(const StoreReader& reader, const KeyRange& range, R
   if (at_current) {
     EPOCH_RETURN_IF_ERROR(ReadLatestRange(reader, range, limit, count_only, &out));
   } else {
-    HistoryScan scan(reader, rev, limit, count_only, &out);
-    EPOCH_RETURN_IF_ERROR(scan.Run(range));
+    EPOCH_RETURN_IF_ERROR(ReadHistoricalRange(reader, range, rev, limit, count_only, &out));
   }
   return out;
 }
@@ -130,17 +97,9 @@ Result<std::optional<mvccpb::KeyValue>> ReadLatest(const StoreReader& reader,
 
 Result<std::optional<mvccpb::KeyValue>> ReadKeyAt(const StoreReader& reader, std::string_view key,
                                                   Revision rev) {
-  BoundedIterator it = reader.NewIterator(IndexBounds(MakeKeyRange(key, "")));
-  it.SeekForPrev(IndexKey(key, {rev.value(), std::numeric_limits<std::int64_t>::max()}));
-  if (!it.Valid()) {
-    EPOCH_RETURN_IF_ERROR(it.status());
-    return std::optional<mvccpb::KeyValue>();
-  }
-  std::string user_key;
-  RevisionPair pair;
-  if (!ParseIndexKey(it.key(), &user_key, &pair)) return Status::Corruption("malformed index key");
-  if (it.value().empty() || it.value()[0] != kIndexPut) return std::optional<mvccpb::KeyValue>();
-  Result<mvccpb::KeyValue> kv = ReadPutRecord(reader, pair);
+  const std::optional<KeyIndex::Entry> last = reader.index().LastAt(key, rev);
+  if (!last || !last->put) return std::optional<mvccpb::KeyValue>();
+  Result<mvccpb::KeyValue> kv = ReadPutRecord(reader, last->rev());
   if (!kv.ok()) return kv.status();
   return std::optional<mvccpb::KeyValue>(std::move(*kv));
 }

@@ -15,11 +15,12 @@ namespace epoch::server {
 
 class KvStore::ReadState {
  public:
-  ReadState(rocksdb::DB* db, StoreFamilies families, const KvStore::Meta& meta)
+  ReadState(rocksdb::DB* db, StoreFamilies families, const KeyIndex* index,
+            const KvStore::Meta& meta)
       : db_(db),
         snapshot_(db->GetSnapshot()),
         meta_(meta),
-        reader_(db, families, snapshot_, nullptr) {}
+        reader_(db, families, snapshot_, nullptr, index) {}
   ~ReadState() { db_->ReleaseSnapshot(snapshot_); }
   ReadState(const ReadState&) = delete;
   ReadState& operator=(const ReadState&) = delete;

@@ -39,8 +39,8 @@ std::string_view BoundedIterator::value() const {
 Status BoundedIterator::status() const { return FromRocks(it_->status(), "iterate"); }
 
 StoreReader::StoreReader(rocksdb::DB* db, StoreFamilies families, const rocksdb::Snapshot* snapshot,
-                         rocksdb::WriteBatchWithIndex* pending)
-    : db_(db), families_(families), snapshot_(snapshot), pending_(pending) {}
+                         rocksdb::WriteBatchWithIndex* pending, const KeyIndex* index)
+    : db_(db), families_(families), snapshot_(snapshot), pending_(pending), index_(index) {}
 
 Result<std::optional<std::string>> StoreReader::Get(std::string_view key) const {
   rocksdb::ReadOptions ro;

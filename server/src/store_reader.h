@@ -19,6 +19,8 @@
 
 namespace epoch::server {
 
+class KeyIndex;
+
 // Maps a RocksDB status to ours: corruption stays corruption, everything else is an I/O error.
 Status FromRocks(const rocksdb::Status& s, std::string_view what);
 // Storage failures (the node must stop) as opposed to request errors.
@@ -63,20 +65,23 @@ struct StoreFamilies {
 class StoreReader {
  public:
   // `snapshot` may be null (read the latest state); `pending` may be null (no pending writes).
+  // `index`: the store's per-key history (published entries only, whatever `pending` holds).
   StoreReader(rocksdb::DB* db, StoreFamilies families, const rocksdb::Snapshot* snapshot,
-              rocksdb::WriteBatchWithIndex* pending);
+              rocksdb::WriteBatchWithIndex* pending, const KeyIndex* index);
 
   Result<std::optional<std::string>> Get(std::string_view key) const;
   // `bounds` lie within one table (the family is chosen by bounds.lower), or are the whole key
   // space of one family (lower empty: the main family).
   [[nodiscard]] BoundedIterator NewIterator(StoredBounds bounds) const;
   [[nodiscard]] const StoreFamilies& families() const { return families_; }
+  [[nodiscard]] const KeyIndex& index() const { return *index_; }
 
  private:
   rocksdb::DB* db_;
   StoreFamilies families_;
   const rocksdb::Snapshot* snapshot_;
   rocksdb::WriteBatchWithIndex* pending_;
+  const KeyIndex* index_;
 };
 
 }  // namespace epoch::server

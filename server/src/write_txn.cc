@@ -13,9 +13,14 @@ rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
 
 }  // namespace
 
-WriteTxn::WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin,
-                   LatestCache* latest, bool prev_values)
-    : reader_(reader), batch_(batch), begin_(begin), latest_(latest), prev_values_(prev_values) {}
+WriteTxn::WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, KeyIndex* index,
+                   Revision begin, LatestCache* latest, bool prev_values)
+    : reader_(reader),
+      batch_(batch),
+      index_(index),
+      begin_(begin),
+      latest_(latest),
+      prev_values_(prev_values) {}
 
 Result<std::optional<mvccpb::KeyValue>> WriteTxn::PreviousForPut(std::string_view key,
                                                                  bool need_value,
@@ -62,12 +67,12 @@ Status WriteTxn::WriteRecord(RevisionPair pair, mvccpb::Event::EventType type, s
                              std::string_view kv_bytes) {
   // Past the batch's index, straight into its WriteBatch: these keys are new (one revision each),
   // so the index would only cost two skip list searches per key. Reads through the pending batch
-  // do not see them; entries that read history start from the database (ReadsHistory).
+  // do not see them, nor the staged history entry; entries that read history start from the
+  // database (ReadsHistory).
   rocksdb::WriteBatch* raw = batch_->GetWriteBatch();
   EPOCH_RETURN_IF_ERROR(Rocks(
       raw->Put(reader_->families().history, RevisionKey(pair), EncodeStoredEvent(type, kv_bytes))));
-  const char marker = type == mvccpb::Event::PUT ? kIndexPut : kIndexTombstone;
-  return Rocks(raw->Put(IndexKey(key, pair), ToSlice(std::string_view(&marker, 1))));
+  return index_->Stage(key, pair, type == mvccpb::Event::PUT);
 }
 
 Result<std::int64_t> WriteTxn::Put(std::string_view key, std::string_view value, LeaseId lease,

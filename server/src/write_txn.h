@@ -1,11 +1,12 @@
 // WriteTxn: the writes of one applied entry. All of them share one new main revision
 // (begin + 1) and get sub-revisions 0, 1, ... in order (etcd-v3-wire.md §2c item 1); nothing
 // changes the revision unless at least one key is written. Each write updates, in the pending
-// batch: the revision record, the per-key history, the latest table and the lease attachments,
-// and records the event (with prev_kv, unless lazy: see PreviousForPut) for Watch. The revision
-// record and the per-key history entry bypass the batch's index: reads through the pending batch
-// see the latest table and the lease attachments of earlier writes, not their history (see
-// ReadsHistory in entry_apply.h).
+// batch: the revision record, the latest table and the lease attachments; stages the per-key
+// history entry in the KeyIndex; and records the event (with prev_kv, unless lazy: see
+// PreviousForPut) for Watch. The revision record bypasses the batch's index and the history
+// entry is published with the batch: reads through the pending batch see the latest table and
+// the lease attachments of earlier writes, not their history (see ReadsHistory in
+// entry_apply.h).
 //
 // Thread-safety: applier thread only.
 #pragma once
@@ -20,6 +21,7 @@
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 #include "key_encoding.h"
+#include "key_index.h"
 #include "latest_cache.h"
 #include "mvccpb/kv.pb.h"
 #include "store_reader.h"
@@ -35,8 +37,9 @@ class WriteTxn {
  public:
   // `reader` must read through `batch`. `latest` (may be null) is kept in step with the latest
   // table this txn writes; `prev_values`: PUT events must carry the previous value.
-  WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, Revision begin,
-           LatestCache* latest = nullptr, bool prev_values = true);
+  // `index` receives the per-key history of the writes (staged until the batch is published).
+  WriteTxn(const StoreReader* reader, rocksdb::WriteBatchWithIndex* batch, KeyIndex* index,
+           Revision begin, LatestCache* latest = nullptr, bool prev_values = true);
 
   [[nodiscard]] Revision begin() const { return begin_; }
   // The revision reads inside this entry see: begin, or begin + 1 once something was written.
@@ -71,6 +74,7 @@ class WriteTxn {
 
   const StoreReader* reader_;
   rocksdb::WriteBatchWithIndex* batch_;
+  KeyIndex* const index_;
   const Revision begin_;
   LatestCache* const latest_;
   const bool prev_values_;

@@ -1,11 +1,13 @@
-// The store's on-disk layout: revision records in their own column family (format 2), and the
-// ways a format-1 layout (every table in the default family) still arrives — a data directory
-// written by an older epochd, or a snapshot image sent by one — and ends up in format 2 with the
-// same state.
+// The store's on-disk layout: revision records in their own column family and no per-key history
+// table (format 3: the KeyIndex is in memory), and the ways older layouts still arrive — a data
+// directory written by an older epochd, or a snapshot image sent by one — and end up in format 3
+// with the same state. Format 2 had the per-key history table ('i' esc(key) rev -> 'p'/'t') in
+// the default family; format 1 also had the revision records there.
 #include <rocksdb/db.h>
 
 #include <catch2/catch.hpp>
 
+#include "epoch/v1/internal.pb.h"
 #include "key_encoding.h"
 #include "revision_codec.h"
 #include "store_test_util.h"
@@ -66,9 +68,31 @@ class RawStore {
     REQUIRE(db_->Put(rocksdb::WriteOptions(), MetaKey(kMetaFormat), EncodeInt64(version)).ok());
   }
 
-  // Rewrites the store as an older epochd left it: the history family's records in the default
-  // family, no history family, format 1.
+  // Rewrites the store as a format-2 epochd left it: a per-key history entry for every revision
+  // record, in the default family.
+  void DowngradeToIndexTable() {
+    rocksdb::ColumnFamilyHandle* history = Family("history");
+    REQUIRE(history != nullptr);
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), history));
+    rocksdb::WriteBatch batch;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      RevisionPair pair;
+      REQUIRE(ParseRevisionKey(it->key().ToString(), &pair));
+      v1::StoredEvent ev;
+      REQUIRE(ev.ParseFromString(it->value().ToString()));
+      const char marker = ev.type() == mvccpb::Event::PUT ? kIndexPut : kIndexTombstone;
+      REQUIRE(batch.Put(IndexKey(ev.kv().key(), pair), std::string(1, marker)).ok());
+    }
+    REQUIRE(it->status().ok());
+    it.reset();
+    REQUIRE(db_->Write(rocksdb::WriteOptions(), &batch).ok());
+    SetFormat(2);
+  }
+
+  // Rewrites the store as a format-1 epochd left it: the per-key history table, the history
+  // family's records in the default family, no history family.
   void DowngradeToSingleFamily() {
+    DowngradeToIndexTable();
     rocksdb::ColumnFamilyHandle* history = Family("history");
     REQUIRE(history != nullptr);
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), history));
@@ -140,8 +164,27 @@ TEST_CASE("revision records live in the history column family, every other table
   REQUIRE(raw.Family("history") != nullptr);
   CHECK(raw.TableKeys(raw.Family("history"), kRevisionTable).size() >= 25);
   CHECK(raw.TableKeys(raw.Family("default"), kRevisionTable).empty());
-  CHECK_FALSE(raw.TableKeys(raw.Family("default"), kIndexTable).empty());
+  CHECK(raw.TableKeys(raw.Family("default"), kIndexTable).empty());
   CHECK(raw.TableKeys(raw.Family("history"), kIndexTable).empty());
+  CHECK(raw.Format() == 3);
+}
+
+TEST_CASE("a format-2 store drops its per-key history table when opened and keeps its state",
+          "[server][format]") {
+  TempDir dir;
+  const Fingerprint before = Populate(dir.path());
+  {
+    RawStore raw(dir.path());
+    raw.DowngradeToIndexTable();
+    REQUIRE(raw.TableKeys(raw.Family("default"), kIndexTable).size() >= 25);
+  }
+  {
+    std::unique_ptr<KvStore> s = OpenOrDie(dir.path());
+    CHECK(Fingerprint::Of(*s) == before);
+  }
+  RawStore raw(dir.path());
+  CHECK(raw.Format() == 3);
+  CHECK(raw.TableKeys(raw.Family("default"), kIndexTable).empty());
 }
 
 TEST_CASE("a format-1 store is migrated when opened and keeps its state", "[server][format]") {
@@ -157,22 +200,29 @@ TEST_CASE("a format-1 store is migrated when opened and keeps its state", "[serv
     CHECK(s->AppliedIndex() == LogIndex(31));
   }
   RawStore raw(dir.path());
-  CHECK(raw.Format() == 2);
+  CHECK(raw.Format() == 3);
   CHECK(raw.TableKeys(raw.Family("default"), kRevisionTable).empty());
+  CHECK(raw.TableKeys(raw.Family("default"), kIndexTable).empty());
   CHECK(raw.TableKeys(raw.Family("history"), kRevisionTable).size() >= 25);
 }
 
 TEST_CASE("a migration cut short after moving the history completes on the next open",
           "[server][format]") {
-  // The state a crash leaves between the ingest and the durable format record.
+  // The states a crash leaves between the ingest and the durable format record: format 1 or 2
+  // recorded, the history already moved and the per-key table already dropped.
+  const std::int64_t format = GENERATE(1, 2);
   TempDir dir;
   const Fingerprint before = Populate(dir.path());
   {
     RawStore raw(dir.path());
-    raw.SetFormat(1);
+    raw.SetFormat(format);
   }
-  std::unique_ptr<KvStore> s = OpenOrDie(dir.path());
-  CHECK(Fingerprint::Of(*s) == before);
+  {
+    std::unique_ptr<KvStore> s = OpenOrDie(dir.path());
+    CHECK(Fingerprint::Of(*s) == before);
+  }
+  RawStore raw(dir.path());
+  CHECK(raw.Format() == 3);
 }
 
 TEST_CASE("a format-1 snapshot image installs into both families", "[server][format][snapshot]") {
@@ -191,8 +241,30 @@ TEST_CASE("a format-1 snapshot image installs into both families", "[server][for
     CHECK(Fingerprint::Of(*follower) == image);
   }
   RawStore raw(dir.Sub("follower"));
-  CHECK(raw.Format() == 2);  // recorded in the layout it landed in
+  CHECK(raw.Format() == 3);  // recorded in the layout it landed in
   CHECK(raw.TableKeys(raw.Family("default"), kRevisionTable).empty());
+  CHECK(raw.TableKeys(raw.Family("default"), kIndexTable).empty());
+}
+
+TEST_CASE("a format-2 snapshot image installs without its per-key history table",
+          "[server][format][snapshot]") {
+  TempDir dir;
+  const Fingerprint image = Populate(dir.Sub("image"));
+  {
+    RawStore raw(dir.Sub("image"));
+    raw.DowngradeToIndexTable();
+  }
+  {
+    TestStore follower(dir.Sub("follower"));
+    for (int i = 1; i <= 3; ++i) follower.Apply(PutCmd(100 + i));
+    REQUIRE(follower->ReplaceWithCheckpoint(dir.Sub("image")).ok());
+    CHECK(Fingerprint::Of(*follower) == image);
+    follower.Reopen();
+    CHECK(Fingerprint::Of(*follower) == image);
+  }
+  RawStore raw(dir.Sub("follower"));
+  CHECK(raw.Format() == 3);
+  CHECK(raw.TableKeys(raw.Family("default"), kIndexTable).empty());
 }
 
 TEST_CASE("a store of an unknown format is refused with its version", "[server][format]") {

@@ -106,6 +106,7 @@ struct LeaseInfo {
 };
 
 class LatestCache;
+class KeyIndex;
 
 class KvStore {
  public:
@@ -197,8 +198,13 @@ class KvStore {
   Status WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const Meta& meta);
   [[nodiscard]] StoreFamilies families() const;
   // A format-1 store (every table in the default family): moves its revision records into the
-  // history family and records format 2, durably.
+  // history family, durably.
   Status MigrateSingleFamily();
+  // A format-1 or -2 store: drops the per-key history table and records the current format,
+  // durably.
+  Status DropIndexTable();
+  // Rebuilds the KeyIndex from the revision records (open, snapshot install).
+  Status RebuildIndex();
 
   std::unique_ptr<rocksdb::DB> db_;
   // The column families' handles, in StoreFamilies order (main, history); released before the
@@ -214,6 +220,8 @@ class KvStore {
   std::int64_t idempotency_earliest_expiry_ms_ = INT64_MIN;
   // Applier thread only: metadata of keys' latest versions (src/latest_cache.h).
   std::unique_ptr<LatestCache> latest_cache_;
+  // Every key's revisions since the compact revision (src/key_index.h).
+  std::unique_ptr<KeyIndex> index_;
   mutable std::atomic<int> prev_value_readers_{0};
 };
 

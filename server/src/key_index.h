@@ -1,0 +1,116 @@
+// KeyIndex: every key's revisions (puts and tombstones) since the compact revision, in memory —
+// etcd's treeIndex. A read at an explicit revision, a watch's prev_kv from history and Compact
+// ask it which revision record ('r') holds a key's value as of a revision.
+//
+// Why in memory: kept in RocksDB (format 2's `i` table) each put wrote a third record on every
+// member, and every L0 → L1 compaction of the main column family rewrote all of them — about
+// 10 % of a put's server CPU in put-256 (bench/kv/PROFILE.md, session 12). The cost moves to
+// startup: KvStore rebuilds the index from the revision records when it opens a store or
+// installs a snapshot (one sequential scan of the history family).
+//
+// Memory: ~90 bytes per key plus the key, and 16 bytes per revision, until Compact removes what
+// is superseded (as etcd's, the index grows with an uncompacted history).
+//
+// Staging: the applier's writes are staged (Stage, StageCompaction) while their RocksDB batch is
+// built, rolled back with the entry that made them (BeginEntry / RollbackEntry), and become
+// visible in Publish, which KvStore calls after the batch is written and before the batch's
+// revision is published to readers. Staged changes are invisible to every reader, including the
+// applier's own reads (as the `i` records were: entries that read history start from a written
+// batch, see ReadsHistory in entry_apply.h).
+//
+// Readers at revision R see every entry with main <= R (they all are published once R is) and
+// ignore later ones. Compact removes entries at or below its revision; a reader whose revision is
+// below the index's compact revision gets etcd's "compacted" error (LiveAt) — the reader's
+// RocksDB snapshot may still hold the records, the index no longer knows which are live.
+//
+// Thread-safety: Stage*, BeginEntry, RollbackEntry, DiscardStaged, Publish, Replace: the applier
+// thread. LiveAt, LastAt, CompactionPlan, stats: any thread (a shared lock; Publish and Replace
+// take it exclusively).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "epoch/status.h"
+#include "epoch/strong_int.h"
+#include "key_encoding.h"
+#include "revision_codec.h"
+
+namespace epoch::server {
+
+class KeyIndex {
+ public:
+  // One revision of a key: a put (the record holds the value) or a tombstone.
+  struct Entry {
+    std::int64_t main = 0;
+    std::uint32_t sub = 0;
+    bool put = false;
+    [[nodiscard]] RevisionPair rev() const { return RevisionPair{main, sub}; }
+  };
+  // One key's entries, ascending.
+  using History = std::vector<Entry>;
+
+  struct Stats {
+    std::size_t keys = 0;
+    std::size_t entries = 0;
+  };
+
+  // --- applier thread ---------------------------------------------------------------------
+
+  // A write of the batch being built. InvalidArgument if the sub-revision does not fit (more
+  // than 4 Gi writes in one revision).
+  Status Stage(std::string_view key, RevisionPair rev, bool put);
+  // A compaction to `compact_to` in the batch being built: at Publish, for each key, the entries
+  // at or below it are removed except the last one if it is a put or at `compact_to` itself.
+  void StageCompaction(Revision compact_to);
+  // Marks the start of a log entry's writes; RollbackEntry drops what was staged since.
+  void BeginEntry() { entry_mark_ = staged_.size(); }
+  void RollbackEntry() { staged_.resize(entry_mark_); }
+  // The batch was not written: drop everything staged.
+  void DiscardStaged();
+  // The batch holding everything staged is written: apply it, in order.
+  void Publish();
+  // Replaces the whole index (a store opened or a snapshot installed); drops anything staged.
+  void Replace(std::map<std::string, History, std::less<>> keys, Revision compact_revision);
+
+  // --- any thread -------------------------------------------------------------------------
+
+  // For each key in `range`, in key order, its last entry with main <= rev if that is a put:
+  // `visit(key, rev)` returning false stops the scan. etcd's "compacted" error if rev is below
+  // the index's compact revision. The visitor runs under the shared lock: it must not block.
+  Status LiveAt(const KeyRange& range, Revision rev,
+                const std::function<bool(const std::string&, RevisionPair)>& visit) const;
+  // The key's last entry with main <= rev, if any (a tombstone included).
+  [[nodiscard]] std::optional<Entry> LastAt(std::string_view key, Revision rev) const;
+  // What StageCompaction(compact_to) will remove: the revision records to delete.
+  [[nodiscard]] std::vector<RevisionPair> CompactionPlan(Revision compact_to) const;
+  [[nodiscard]] Stats stats() const;
+
+ private:
+  struct Staged {
+    std::string key;  // empty for a compaction
+    Entry entry;      // entry.main = compact_to for a compaction
+    bool compaction = false;
+  };
+  using Map = std::map<std::string, History, std::less<>>;
+
+  // How many of `h`'s first entries a compaction to `compact_to` removes.
+  static std::size_t RemovedByCompaction(const History& h, std::int64_t compact_to);
+  void CompactLocked(std::int64_t compact_to);
+
+  mutable std::shared_mutex mu_;
+  Map keys_;
+  Revision compact_revision_{-1};
+  std::size_t entries_ = 0;
+  // Applier thread only.
+  std::vector<Staged> staged_;
+  std::size_t entry_mark_ = 0;
+};
+
+}  // namespace epoch::server
