@@ -474,6 +474,10 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
       "histogram\n";
   fsync_latency_.Render("epoch_wal_fsync_seconds", &out);
   gauge("epoch_kv_revision", "Current store revision.", store_->CurrentRevision().value());
+  const KvStore::IndexSize index = store_->IndexSizeNow();
+  gauge("epoch_kv_index_keys", "Keys in the in-memory per-key history (live or not compacted).",
+        index.keys);
+  gauge("epoch_kv_index_revisions", "Revisions in the in-memory per-key history.", index.revisions);
   SnapshotStats snap = snapshots_->stats();
   counter("epoch_snapshots_sent_total", "Raft snapshots streamed to followers.", snap.sent);
   counter("epoch_snapshots_send_failed_total", "Raft snapshot transfers that failed.",

@@ -6,6 +6,7 @@
 #include "epoch/server/etcd_errors.h"
 #include "epoch/server/kv_store.h"
 #include "key_encoding.h"
+#include "key_index.h"
 #include "kv_apply.h"
 #include "lease_table.h"
 #include "mvcc_read.h"
@@ -179,6 +180,11 @@ std::int64_t KvStore::ApproximateSizeBytes() const {
   db_->GetAggregatedIntProperty("rocksdb.total-sst-files-size", &sst);
   db_->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &mem);
   return static_cast<std::int64_t>(sst + mem);
+}
+
+KvStore::IndexSize KvStore::IndexSizeNow() const {
+  const KeyIndex::Stats s = index_->stats();
+  return IndexSize{s.keys, s.entries};
 }
 
 }  // namespace epoch::server

@@ -179,6 +179,12 @@ class KvStore {
 
   // Approximate bytes on disk and in memtables (Maintenance.Status dbSize).
   [[nodiscard]] std::int64_t ApproximateSizeBytes() const;
+  // Size of the in-memory per-key history (src/key_index.h): keys and revisions it holds.
+  struct IndexSize {
+    std::size_t keys = 0;
+    std::size_t revisions = 0;
+  };
+  [[nodiscard]] IndexSize IndexSizeNow() const;
 
   // Meta values persisted with every write batch. Applier-owned; readers copy it under mu_.
   struct Meta {
