@@ -27,8 +27,10 @@ struct RawRange {
 };
 
 // Live keys in `range` as of revision `rev`. When `at_current`, `rev` is the store's current
-// revision and the latest table is read; otherwise the per-key history is. At most `limit` kvs
-// are returned (0: no limit); with `count_only` none are. The caller checks compaction.
+// revision and the latest table is read; otherwise the reader's KeyIndex names the revision
+// records to read. At most `limit` kvs are returned (0: no limit); with `count_only` none are.
+// The caller checks compaction against its own meta; a compaction published since (the index's
+// compact revision above `rev`) fails with etcd's "compacted".
 Result<RawRange> ReadRangeAt(const StoreReader& reader, const KeyRange& range, Revision rev,
                              bool at_current, std::int64_t limit, bool count_only);
 
@@ -36,7 +38,8 @@ Result<RawRange> ReadRangeAt(const StoreReader& reader, const KeyRange& range, R
 Result<std::optional<mvccpb::KeyValue>> ReadLatest(const StoreReader& reader, std::string_view key);
 
 // The value `key` had at revision `rev` (its last write with main revision <= rev), if it existed
-// then. Correct for any rev at or above the compact revision.
+// then. Correct for any rev at or above the index's compact revision; below it, nullopt where
+// compaction removed the answer.
 Result<std::optional<mvccpb::KeyValue>> ReadKeyAt(const StoreReader& reader, std::string_view key,
                                                   Revision rev);
 
