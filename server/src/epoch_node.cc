@@ -183,6 +183,8 @@ Status EpochNode::Impl::OpenStorage() {
   KvStoreOptions store_options;
   // PUT events carry previous values only while a watcher asked for them (the watch hub counts).
   store_options.lazy_prev_values = true;
+  // Deterministic on every member: the caps, not this member's own flags (NodeConfig::limits).
+  store_options.limits = KvLimits{kMaxTxnOpsCap, kMaxRequestBytesCap};
   auto store = KvStore::Open(config_.data_dir + "/kv", store_options);
   if (!store.ok()) return store.status().Annotate("open state machine");
   store_ = std::move(*store);
@@ -351,7 +353,9 @@ Status EpochNode::Impl::StartNetwork() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.SetMaxReceiveMessageSize(2 * 1024 * 1024);
+  // etcd's rule: the request limit plus 512 KiB of gRPC framing.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(config_.limits.max_request_bytes + (512 << 10)));
   builder.RegisterService(kv_service_.get());
   builder.RegisterService(maintenance_service_.get());
   builder.RegisterService(cluster_service_.get());

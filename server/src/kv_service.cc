@@ -18,7 +18,7 @@ grpc::ServerUnaryReactor* KvService::WriteThroughLog(grpc::CallbackServerContext
                                                      v1::InternalRequest request,
                                                      Response* response, Extract extract) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  Status size = ValidateRequestSize(request.ByteSizeLong(), KvLimits{});
+  Status size = ValidateRequestSize(request.ByteSizeLong(), node_.config().limits);
   if (!size.ok()) {
     reactor->Finish(ToGrpc(size));
     return reactor;
@@ -96,7 +96,7 @@ grpc::ServerUnaryReactor* KvService::DeleteRange(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
                                          const etcdserverpb::TxnRequest* request,
                                          etcdserverpb::TxnResponse* response) {
-  Status valid = ValidateTxn(*request, KvLimits{});
+  Status valid = ValidateTxn(*request, node_.config().limits);
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(valid));

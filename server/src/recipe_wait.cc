@@ -129,10 +129,12 @@ pb::TxnRequest IfCreated(const std::string& key, std::int64_t rev, pb::RequestOp
 
 void Txn(NodeContext& node, pb::TxnRequest txn, std::chrono::system_clock::time_point deadline,
          TxnDone done) {
-  if (Status valid = ValidateTxn(txn, KvLimits{}); !valid.ok()) return done(ToGrpc(valid), {});
+  if (Status valid = ValidateTxn(txn, node.config().limits); !valid.ok())
+    return done(ToGrpc(valid), {});
   v1::InternalRequest internal;
   *internal.mutable_txn() = std::move(txn);
-  if (Status size = ValidateRequestSize(internal.ByteSizeLong(), KvLimits{}); !size.ok()) {
+  if (Status size = ValidateRequestSize(internal.ByteSizeLong(), node.config().limits);
+      !size.ok()) {
     return done(ToGrpc(size), {});
   }
   node.Write(std::move(internal), Bounded(deadline),

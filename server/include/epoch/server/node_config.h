@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "epoch/raft/config.h"
+#include "epoch/server/kv_validation.h"
 #include "epoch/server/snapshot_options.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
@@ -32,6 +33,10 @@ struct HostPort {
 
 // "127.0.0.1:2379", "http://127.0.0.1:2379" or "localhost:2379"; InvalidArgument otherwise.
 [[nodiscard]] Result<HostPort> ParseHostPort(std::string_view text);
+
+// The largest --max-request-bytes / --max-txn-ops accepted, and what the state machine enforces.
+inline constexpr std::size_t kMaxRequestBytesCap = 10u << 20;
+inline constexpr std::size_t kMaxTxnOpsCap = 10'000;
 
 struct MemberInfo {
   NodeId id;
@@ -62,6 +67,10 @@ struct NodeConfig {
 
   // Log compaction and snapshot transfer (server/SNAPSHOT.md).
   SnapshotOptions snapshot;
+  // Client request limits (--max-request-bytes, --max-txn-ops), checked before a request is
+  // proposed. The state machine checks every entry against the caps below instead, the same on
+  // every member whatever its flags, so members with different limits never diverge.
+  KvLimits limits;
 
   [[nodiscard]] NodeId self_id() const { return raft.id; }
   [[nodiscard]] std::uint64_t cluster_id() const;

@@ -1,0 +1,160 @@
+#include "node_flags.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <system_error>
+
+namespace epoch::server {
+
+namespace {
+
+// Milliseconds given with etcd's flags -> ticks of --tick-ms.
+Status MillisToTicks(int ms, int tick_ms, const char* flag, std::int64_t* ticks) {
+  if (ms % tick_ms != 0) {
+    return Status::InvalidArgument(
+        fmt::format("{} {} is not a multiple of --tick-ms {}", flag, ms, tick_ms));
+  }
+  *ticks = ms / tick_ms;
+  return Status::Ok();
+}
+
+// etcd's --initial-advertise-peer-urls / --advertise-client-urls: Epoch takes every member's
+// addresses from the cluster lists, so this member's own must agree with its entry.
+Status CheckAdvertised(std::string_view flag, const std::string& text, const HostPort& listed,
+                       std::string_view list_flag) {
+  if (text.empty()) return Status::Ok();
+  Result<HostPort> advertised = ParseHostPort(text);
+  if (!advertised.ok()) return advertised.status().Annotate(std::string(flag));
+  if (*advertised == listed) return Status::Ok();
+  return Status::InvalidArgument(fmt::format("{} {} does not match this member's {} entry {}", flag,
+                                             advertised->ToString(), list_flag, listed.ToString()));
+}
+
+// "existing" is what etcd operators pass when a member restarts; Epoch cannot join a running
+// cluster yet (no Cluster.MemberAdd), so it is accepted only for a member that has its state.
+Status CheckClusterState(const std::string& state, const std::string& data_dir) {
+  if (state != "existing") return Status::Ok();
+  std::error_code ec;
+  const bool has_state = std::filesystem::is_directory(data_dir + "/wal", ec) &&
+                         !std::filesystem::is_empty(data_dir + "/wal", ec);
+  if (has_state) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "--initial-cluster-state existing: {} holds no member state, and joining a running "
+      "cluster (etcd's member add) is not supported yet; bootstrap every member with 'new'",
+      data_dir));
+}
+
+}  // namespace
+
+void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
+  app.set_config("--config-file", "",
+                 "Read flags from this file: one 'name = value' per line (TOML), names without "
+                 "the leading --; flags on the command line win");
+  app.add_option("--name", c.name, "This member's name (must appear in --initial-cluster)")
+      ->required();
+  app.add_option("--data-dir", c.data_dir, "Directory for the WAL and the state machine")
+      ->required();
+  app.add_option("--listen-client-urls", f.listen_client, "host:port serving the etcd v3 gRPC API");
+  app.add_option("--listen-peer-urls", f.listen_peer, "host:port for Raft traffic between members");
+  app.add_option("--listen-metrics-urls", f.listen_metrics,
+                 "host:port for /metrics, /health, /ready");
+  app.add_option("--initial-cluster", f.initial_cluster,
+                 "Peer addresses of every member: name=host:port,...")
+      ->required();
+  app.add_option("--initial-cluster-clients", f.initial_cluster_clients,
+                 "Client addresses of every member: name=host:port,...")
+      ->required();
+  app.add_option("--initial-cluster-token", c.cluster_token,
+                 "Distinguishes clusters; part of member IDs");
+  app.add_option("--advertise-client-urls", f.advertise_client,
+                 "This member's client address (etcd's flag; must match its "
+                 "--initial-cluster-clients entry)");
+  app.add_option(
+      "--initial-advertise-peer-urls", f.advertise_peer,
+      "This member's peer address (etcd's flag; must match its --initial-cluster entry)");
+  app.add_option("--initial-cluster-state", f.initial_cluster_state,
+                 "new (bootstrap) or existing (restart of a member whose --data-dir holds its "
+                 "state; joining a running cluster is not supported yet)")
+      ->check(CLI::IsMember({"new", "existing"}));
+  app.add_option("--tick-ms", f.tick_ms, "Raft tick period in milliseconds")
+      ->check(CLI::Range(1, 1000));
+  CLI::Option* hb_ticks = app.add_option("--heartbeat-ticks", c.raft.heartbeat_ticks,
+                                         "Ticks between leader heartbeats");
+  CLI::Option* el_ticks =
+      app.add_option("--election-timeout-ticks", c.raft.election_timeout_min_ticks,
+                     "Cluster election timeout floor in ticks (same on every member)");
+  app.add_option("--heartbeat-interval", f.heartbeat_interval_ms,
+                 "Milliseconds between leader heartbeats (etcd's flag; a multiple of --tick-ms)")
+      ->check(CLI::Range(1, 60'000))
+      ->excludes(hb_ticks);
+  app.add_option("--election-timeout", f.election_timeout_ms,
+                 "Cluster election timeout floor in milliseconds (etcd's flag; a multiple of "
+                 "--tick-ms, same on every member)")
+      ->check(CLI::Range(1, 600'000))
+      ->excludes(el_ticks);
+  app.add_option("--max-request-bytes", c.limits.max_request_bytes,
+                 "Largest client request accepted, in bytes (etcd's flag)")
+      ->check(CLI::Range(std::size_t{1024}, kMaxRequestBytesCap));
+  app.add_option("--max-txn-ops", c.limits.max_txn_ops,
+                 "Most operations in one level of a txn (etcd's flag)")
+      ->check(CLI::Range(std::size_t{1}, kMaxTxnOpsCap));
+  app.add_option("--election-jitter-ticks", c.raft.election_jitter_ticks,
+                 "Random election timeout spread");
+  app.add_option("--max-clock-drift", c.raft.max_clock_drift,
+                 "Bound on the clock rate difference between members (0.05 = 5%)");
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+  app.add_option("--snapshot-count", c.snapshot.compaction.trigger_entries,
+                 "Compact the Raft log once this many applied entries follow the last snapshot")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  app.add_option(
+      "--snapshot-bytes", c.snapshot.compaction.trigger_bytes,
+      "... or once this many bytes of entries were appended since (0 = no byte trigger)");
+  app.add_option("--snapshot-catchup-entries", c.snapshot.compaction.keep_entries,
+                 "Entries kept in the log after a compaction, for followers that lag a little");
+  app.add_option("--snapshot-chunk-bytes", c.snapshot.send.chunk_bytes,
+                 "Chunk size of Raft snapshot transfers to followers")
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{16} << 20));
+  app.add_option("--peer-dial-override", f.peer_dial_override,
+                 "Dial these peers elsewhere (a fault-injecting proxy): name=host:port,...");
+  app.add_flag("--enable-failpoints", c.enable_failpoints,
+               "Serve /failpoint/... on the metrics listener (chaos tests; server/README.md)");
+  app.add_option("--restore-snapshot", f.restore_snapshot,
+                 "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
+                 "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");
+}
+
+Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
+  auto client = ParseHostPort(f.listen_client);
+  if (!client.ok()) return client.status().Annotate("--listen-client-urls");
+  auto peer = ParseHostPort(f.listen_peer);
+  if (!peer.ok()) return peer.status().Annotate("--listen-peer-urls");
+  c.listen_client = *client;
+  c.listen_peer = *peer;
+  if (!f.listen_metrics.empty()) {
+    auto metrics = ParseHostPort(f.listen_metrics);
+    if (!metrics.ok()) return metrics.status().Annotate("--listen-metrics-urls");
+    c.listen_metrics = *metrics;
+  }
+  c.tick = std::chrono::milliseconds(f.tick_ms);
+  if (f.heartbeat_interval_ms > 0) {
+    EPOCH_RETURN_IF_ERROR(MillisToTicks(f.heartbeat_interval_ms, f.tick_ms, "--heartbeat-interval",
+                                        &c.raft.heartbeat_ticks));
+  }
+  if (f.election_timeout_ms > 0) {
+    EPOCH_RETURN_IF_ERROR(MillisToTicks(f.election_timeout_ms, f.tick_ms, "--election-timeout",
+                                        &c.raft.election_timeout_min_ticks));
+  }
+  EPOCH_RETURN_IF_ERROR(ParseInitialCluster(f.initial_cluster, f.initial_cluster_clients, &c));
+  EPOCH_RETURN_IF_ERROR(ParsePeerDialOverride(f.peer_dial_override, &c));
+  c.raft.id = MemberIdFor(c.cluster_token, c.name);
+  EPOCH_RETURN_IF_ERROR(c.Validate());
+  const MemberInfo* self = c.FindMember(c.raft.id);
+  EPOCH_RETURN_IF_ERROR(CheckAdvertised("--initial-advertise-peer-urls", f.advertise_peer,
+                                        self->peer, "--initial-cluster"));
+  EPOCH_RETURN_IF_ERROR(CheckAdvertised("--advertise-client-urls", f.advertise_client, self->client,
+                                        "--initial-cluster-clients"));
+  return CheckClusterState(f.initial_cluster_state, c.data_dir);
+}
+
+}  // namespace epoch::server
