@@ -65,6 +65,27 @@ TEST_CASE("oversized requests get 'request is too large' and write nothing",
   for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/oversized");
 }
 
+TEST_CASE("the request size and txn op limits follow epochd's flags", "[integration][bad_input]") {
+  auto cluster = StartCluster(3, {"--max-request-bytes", "65536", "--max-txn-ops", "4"});
+  const std::int64_t revision = CurrentRevision(*cluster);
+  auto kv = etcdserverpb::KV::NewStub(cluster->Channel(1));
+  CheckError(Put(*kv, "big", std::string(70 * 1024, 'a')), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: request is too large");
+  etcdserverpb::TxnRequest txn;
+  for (int i = 0; i < 5; ++i) {
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(fmt::format("op{}", i));
+  }
+  CheckError(Txn(*cluster, 0, txn), grpc::StatusCode::INVALID_ARGUMENT,
+             "etcdserver: too many operations in txn request");
+  CHECK(CurrentRevision(*cluster) == revision);
+
+  CHECK(Put(*kv, "fits", std::string(60 * 1024, 'b')).ok());
+  txn.mutable_success()->RemoveLast();
+  CHECK(Txn(*cluster, 2, txn).ok());
+  CHECK(MustRange(*cluster, 0, "op3").kvs_size() == 1);
+}
+
 TEST_CASE("inverted ranges, bad sort options, duplicate txn keys, too many ops, unknown lease",
           "[integration][bad_input]") {
   auto cluster = StartCluster();
