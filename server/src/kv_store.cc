@@ -101,7 +101,7 @@ Result<std::optional<std::int64_t>> LoadFormat(rocksdb::DB* db) {
   if (format->has_value() && **format != kFormatVersion && **format != kFormatSingleFamily &&
       **format != kFormatIndexTable) {
     return Status::Corruption("unsupported store format version " + std::to_string(**format) +
-                              " (this epochd reads versions 1 and 2)");
+                              " (this epochd reads versions 1 to 3)");
   }
   return format;
 }
