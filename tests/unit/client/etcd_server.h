@@ -26,6 +26,8 @@ class EtcdCluster {
   [[nodiscard]] std::vector<std::string> Endpoints() const;
   [[nodiscard]] std::string Endpoint(int member) const;
   [[nodiscard]] pid_t Pid(int member) const { return members_[member].process->pid(); }
+  // SIGSTOPs member `member` and waits until all its threads are stopped (ChildProcess::Pause).
+  bool Pause(int member) { return members_[member].process->Pause(); }
 
   // Stops member `member` (SIGTERM, then SIGKILL); a stopped member stays down.
   void StopMember(int member);

@@ -125,7 +125,7 @@ TEST_CASE("Session against a paused server: lost before its lease can expire",
   REQUIRE(
       testing::WaitFor([&] { return (*session)->counters().keepalive_acks >= 1; }, seconds(10)));
 
-  REQUIRE(::kill(etcd.Pid(0), SIGSTOP) == 0);
+  REQUIRE(etcd.Pause(0));
   // Wait for the transition callback, which runs after the state and the stop token change.
   const bool lost = testing::WaitFor(
       [&] {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -114,6 +115,31 @@ bool ChildProcess::Stop(int signal, std::chrono::milliseconds grace) {
   ::kill(pid_, signal);
   ::kill(pid_, SIGCONT);  // a SIGSTOPped child acts on the signal only once continued
   return WaitFor([this] { return !Running(); }, grace);
+}
+
+namespace {
+
+// Whether every thread of `pid` is in state T (stopped) per /proc/<pid>/task/*/stat.
+bool AllThreadsStopped(pid_t pid) {
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  bool any = false;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;  // thread just exited
+    if (stat[paren + 2] != 'T' && stat[paren + 2] != 't') return false;
+    any = true;
+  }
+  return !ec && any;
+}
+
+}  // namespace
+
+bool ChildProcess::Pause(std::chrono::milliseconds timeout) {
+  if (::kill(pid_, SIGSTOP) != 0) return false;
+  return WaitFor([this] { return AllThreadsStopped(pid_); }, timeout);
 }
 
 int RunCommand(const std::vector<std::string>& argv, const std::filesystem::path& log_path,

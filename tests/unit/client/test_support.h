@@ -55,6 +55,10 @@ class ChildProcess {
   [[nodiscard]] bool Running();
   // Sends `signal` and waits (bounded) for the exit. Returns true when the process is gone.
   bool Stop(int signal, std::chrono::milliseconds grace);
+  // SIGSTOP, then waits (bounded) until every thread of the process is stopped: kill() returns
+  // before a running thread has taken the signal, and a request sent in that window can still
+  // be served. Returns true when all are stopped.
+  bool Pause(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
  private:
   pid_t pid_ = -1;
