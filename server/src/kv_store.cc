@@ -128,6 +128,35 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
   return std::optional<KvStore::Meta>(meta);
 }
 
+// Every key's revisions, from the revision records ('r') of `families` of `db` (the history
+// family of a store; every family of a snapshot image, whose format may be older).
+using IndexMap = std::map<std::string, KeyIndex::History, std::less<>>;
+Result<IndexMap> ScanRevisionRecords(rocksdb::DB* db,
+                                     const std::vector<rocksdb::ColumnFamilyHandle*>& families) {
+  IndexMap keys;
+  const StoredBounds records = TableBounds(kRevisionTable);
+  RevisionPair pair;
+  v1::StoredEvent ev;
+  for (rocksdb::ColumnFamilyHandle* family : families) {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), family));
+    for (it->Seek(records.lower); it->Valid() && it->key().compare(records.upper) < 0; it->Next()) {
+      const std::string_view key(it->key().data(), it->key().size());
+      if (!ParseRevisionKey(key, &pair)) return Status::Corruption("malformed revision key");
+      if (pair.sub > std::numeric_limits<std::uint32_t>::max()) {
+        return Status::Corruption("sub-revision out of range: " + std::to_string(pair.sub));
+      }
+      if (!ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+        return Status::Corruption("undecodable revision record");
+      }
+      // Revision order: each key's entries arrive ascending.
+      keys[ev.kv().key()].push_back(KeyIndex::Entry{pair.main, static_cast<std::uint32_t>(pair.sub),
+                                                    ev.type() == mvccpb::Event::PUT});
+    }
+    EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read history"));
+  }
+  return keys;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOptions options) {
@@ -342,6 +371,9 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
         "snapshot image at applied index " + std::to_string(meta.applied.value()) +
         " is older than the store (applied " + std::to_string(meta_.applied.value()) + ")");
   }
+  // The image's index, built before the lock: readers of this member do not wait for the scan.
+  Result<IndexMap> index = ScanRevisionRecords(image.get(), image_handles);
+  if (!index.ok()) return index.status().Annotate("checkpoint " + checkpoint_dir);
   // Both families replaced whole by the image's keys, streamed to disk (store_import.h).
   FamilyImport import(db_.get(), families(), checkpoint_dir + ".ingest");
   EPOCH_RETURN_IF_ERROR(import.Open(StoredBounds{}, StoredBounds{}));
@@ -367,7 +399,8 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
   // Still under mu_: no reader acquires the new state before its index is there. A reader of
   // the old state (compact revision at most the image's) sees the new index: the same history,
   // Raft's log being one, or "compacted" below the image's compact revision.
-  return RebuildIndex().Annotate("install snapshot image");
+  index_->Replace(std::move(*index), meta.compact_revision);
+  return Status::Ok();
 }
 
 Status KvStore::MigrateSingleFamily() {
@@ -400,25 +433,9 @@ Status KvStore::DropIndexTable() {
 }
 
 Status KvStore::RebuildIndex() {
-  std::map<std::string, KeyIndex::History, std::less<>> keys;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[1]));
-  RevisionPair pair;
-  v1::StoredEvent ev;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    const std::string_view key(it->key().data(), it->key().size());
-    if (!ParseRevisionKey(key, &pair)) return Status::Corruption("malformed revision key");
-    if (pair.sub > std::numeric_limits<std::uint32_t>::max()) {
-      return Status::Corruption("sub-revision out of range: " + std::to_string(pair.sub));
-    }
-    if (!ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      return Status::Corruption("undecodable revision record");
-    }
-    // Revision order: each key's entries arrive ascending.
-    keys[ev.kv().key()].push_back(KeyIndex::Entry{pair.main, static_cast<std::uint32_t>(pair.sub),
-                                                  ev.type() == mvccpb::Event::PUT});
-  }
-  EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read history"));
-  index_->Replace(std::move(keys), meta_.compact_revision);
+  Result<IndexMap> keys = ScanRevisionRecords(db_.get(), {handles_[1]});
+  if (!keys.ok()) return keys.status();
+  index_->Replace(std::move(*keys), meta_.compact_revision);
   return Status::Ok();
 }
 
