@@ -98,13 +98,11 @@ Status KeyIndex::LiveAt(const KeyRange& range, Revision rev,
                         const std::function<bool(const std::string&, RevisionPair)>& visit) const {
   std::shared_lock lock(mu_);
   if (rev < compact_revision_) return etcd_errors::kCompacted.ToStatus();
-  auto it = keys_.lower_bound(range.key);
-  for (; it != keys_.end(); ++it) {
-    if (range.kind == KeyRange::Kind::kSingle && it->first != range.key) break;
-    if (range.kind == KeyRange::Kind::kRange && it->first >= range.end) break;
+  // Keys ascend from the range's start: the first one outside it ends the range.
+  for (auto it = keys_.lower_bound(range.key); it != keys_.end() && range.Contains(it->first);
+       ++it) {
     const Entry* e = LastAtOrBelow(it->second, rev.value());
     if (e != nullptr && e->put && !visit(it->first, e->rev())) break;
-    if (range.kind == KeyRange::Kind::kSingle) break;
   }
   return Status::Ok();
 }

@@ -57,6 +57,8 @@ class KeyIndex {
   };
   // One key's entries, ascending.
   using History = std::vector<Entry>;
+  // Every key's entries, in key order.
+  using Map = std::map<std::string, History, std::less<>>;
 
   struct Stats {
     std::size_t keys = 0;
@@ -79,7 +81,7 @@ class KeyIndex {
   // The batch holding everything staged is written: apply it, in order.
   void Publish();
   // Replaces the whole index (a store opened or a snapshot installed); drops anything staged.
-  void Replace(std::map<std::string, History, std::less<>> keys, Revision compact_revision);
+  void Replace(Map keys, Revision compact_revision);
 
   // --- any thread -------------------------------------------------------------------------
 
@@ -100,8 +102,6 @@ class KeyIndex {
     Entry entry;      // entry.main = compact_to for a compaction
     bool compaction = false;
   };
-  using Map = std::map<std::string, History, std::less<>>;
-
   // How many of `h`'s first entries a compaction to `compact_to` removes.
   static std::size_t RemovedByCompaction(const History& h, std::int64_t compact_to);
   void CompactLocked(std::int64_t compact_to);

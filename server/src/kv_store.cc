@@ -10,7 +10,6 @@
 
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <system_error>
 #include <tuple>
 #include <utility>
@@ -19,6 +18,7 @@
 #include "key_encoding.h"
 #include "key_index.h"
 #include "latest_cache.h"
+#include "mvcc_read.h"
 #include "read_state.h"
 #include "revision_codec.h"
 #include "store_import.h"
@@ -130,10 +130,9 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
 
 // Every key's revisions, from the revision records ('r') of `families` of `db` (the history
 // family of a store; every family of a snapshot image, whose format may be older).
-using IndexMap = std::map<std::string, KeyIndex::History, std::less<>>;
-Result<IndexMap> ScanRevisionRecords(rocksdb::DB* db,
-                                     const std::vector<rocksdb::ColumnFamilyHandle*>& families) {
-  IndexMap keys;
+Result<KeyIndex::Map> ScanRevisionRecords(
+    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& families) {
+  KeyIndex::Map keys;
   const StoredBounds records = TableBounds(kRevisionTable);
   RevisionPair pair;
   v1::StoredEvent ev;
@@ -145,9 +144,8 @@ Result<IndexMap> ScanRevisionRecords(rocksdb::DB* db,
       if (pair.sub > std::numeric_limits<std::uint32_t>::max()) {
         return Status::Corruption("sub-revision out of range: " + std::to_string(pair.sub));
       }
-      if (!ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-        return Status::Corruption("undecodable revision record");
-      }
+      EPOCH_RETURN_IF_ERROR(
+          ParseStoredEvent(std::string_view(it->value().data(), it->value().size()), &ev));
       // Revision order: each key's entries arrive ascending.
       keys[ev.kv().key()].push_back(KeyIndex::Entry{pair.main, static_cast<std::uint32_t>(pair.sub),
                                                     ev.type() == mvccpb::Event::PUT});
@@ -372,7 +370,7 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
         " is older than the store (applied " + std::to_string(meta_.applied.value()) + ")");
   }
   // The image's index, built before the lock: readers of this member do not wait for the scan.
-  Result<IndexMap> index = ScanRevisionRecords(image.get(), image_handles);
+  Result<KeyIndex::Map> index = ScanRevisionRecords(image.get(), image_handles);
   if (!index.ok()) return index.status().Annotate("checkpoint " + checkpoint_dir);
   // Both families replaced whole by the image's keys, streamed to disk (store_import.h).
   FamilyImport import(db_.get(), families(), checkpoint_dir + ".ingest");
@@ -433,7 +431,7 @@ Status KvStore::DropIndexTable() {
 }
 
 Status KvStore::RebuildIndex() {
-  Result<IndexMap> keys = ScanRevisionRecords(db_.get(), {handles_[1]});
+  Result<KeyIndex::Map> keys = ScanRevisionRecords(db_.get(), {handles_[1]});
   if (!keys.ok()) return keys.status();
   index_->Replace(std::move(*keys), meta_.compact_revision);
   return Status::Ok();

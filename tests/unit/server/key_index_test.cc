@@ -131,7 +131,7 @@ TEST_CASE("key index: Replace swaps the whole index and drops staged writes",
   REQUIRE(index.Stage("old", {2, 0}, true).ok());
   index.Publish();
   REQUIRE(index.Stage("staged", {3, 0}, true).ok());
-  std::map<std::string, KeyIndex::History, std::less<>> keys;
+  KeyIndex::Map keys;
   keys["new"].push_back(KeyIndex::Entry{9, 0, true});
   index.Replace(std::move(keys), Revision(8));
   index.Publish();
