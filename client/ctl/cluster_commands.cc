@@ -1,4 +1,4 @@
-// member list/add/remove/promote, endpoint status/health, move-leader, alarm list.
+// member list/add/remove/promote, endpoint status/health, move-leader, alarm list/disarm, defrag.
 #include <fmt/format.h>
 
 #include <future>
@@ -223,6 +223,57 @@ Status RunAlarmList(Ctl& ctl) {
   return Status::Ok();
 }
 
+// etcdctl's `alarm disarm`: every active alarm is deactivated; the ones cleared are printed.
+Status RunAlarmDisarm(Ctl& ctl) {
+  Result<client::Client*> client = ctl.GetClient();
+  if (!client.ok()) return client.status();
+  etcdserverpb::AlarmRequest list;
+  list.set_action(etcdserverpb::AlarmRequest::GET);
+  Result<etcdserverpb::AlarmResponse> active = client::Alarm(**client, list, ctl.Call());
+  if (!active.ok()) return active.status();
+  etcdserverpb::AlarmResponse cleared;
+  for (const etcdserverpb::AlarmMember& alarm : active->alarms()) {
+    etcdserverpb::AlarmRequest off;
+    off.set_action(etcdserverpb::AlarmRequest::DEACTIVATE);
+    off.set_memberid(alarm.memberid());
+    off.set_alarm(alarm.alarm());
+    Result<etcdserverpb::AlarmResponse> r = client::Alarm(**client, off, ctl.Call());
+    if (!r.ok()) return r.status();
+    for (const auto& a : r->alarms()) *cleared.add_alarms() = a;
+    *cleared.mutable_header() = r->header();
+  }
+  if (ctl.format() == OutputFormat::kJson) {
+    ctl.out() << Json(cleared) << "\n";
+    return Status::Ok();
+  }
+  for (const auto& a : cleared.alarms()) {
+    ctl.out() << fmt::format("memberID:{} alarm:{}\n", a.memberid(),
+                             etcdserverpb::AlarmType_Name(a.alarm()));
+  }
+  return Status::Ok();
+}
+
+// etcdctl's `defrag`: each endpoint in turn (a member's defragmentation is its own).
+Status RunDefrag(Ctl& ctl, bool cluster) {
+  Result<std::vector<std::string>> endpoints = TargetEndpoints(ctl, cluster);
+  if (!endpoints.ok()) return endpoints.status();
+  Result<std::unique_ptr<client::Client>> client = ctl.ClientFor(*endpoints);
+  if (!client.ok()) return client.status();
+  Status failed;
+  for (std::size_t i = 0; i < endpoints->size(); ++i) {
+    const std::string& ep = (*endpoints)[i];
+    Result<etcdserverpb::DefragmentResponse> r = client::Defragment(**client, i, ctl.Call());
+    if (!r.ok()) {
+      std::cerr << fmt::format("Failed to defragment etcd member[{}] ({})\n", ep,
+                               ErrorLine(r.status()));
+      if (failed.ok()) failed = r.status();
+      continue;
+    }
+    ctl.out() << fmt::format("Finished defragmenting etcd member[{}]\n", ep);
+  }
+  return failed;
+}
+
 template <typename Response>
 Status PrintMemberChange(Ctl& ctl, const Result<Response>& r, const std::string& what) {
   if (!r.ok()) return r.status();
@@ -313,6 +364,14 @@ void RegisterClusterCommands(CLI::App& app, Ctl& ctl) {
   alarm->add_subcommand("list", "Lists all alarms")->callback(Runner(ctl, [&ctl] {
     return RunAlarmList(ctl);
   }));
+  alarm->add_subcommand("disarm", "Disarms all alarms")->callback(Runner(ctl, [&ctl] {
+    return RunAlarmDisarm(ctl);
+  }));
+
+  auto defrag_cluster = std::make_shared<bool>(false);
+  CLI::App* defrag = app.add_subcommand("defrag", "Defragments the storage of the members");
+  defrag->add_flag("--cluster", *defrag_cluster, "Use all endpoints from the cluster member list");
+  defrag->callback(Runner(ctl, [&ctl, defrag_cluster] { return RunDefrag(ctl, *defrag_cluster); }));
 }
 
 }  // namespace epoch::ctl

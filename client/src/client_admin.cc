@@ -100,6 +100,30 @@ Result<etcdserverpb::AlarmResponse> Alarm(Client& client, const etcdserverpb::Al
       });
 }
 
+Result<etcdserverpb::DefragmentResponse> Defragment(Client& client, std::size_t endpoint,
+                                                    const CallOptions& call) {
+  const SteadyTime deadline = DeadlineOf(client, call);
+  const std::string& target = client.endpoints().at(endpoint);
+  if (!Connect(client, endpoint, deadline, call.stop)) {
+    return Status::Unavailable("Defragment: cannot connect to " + target);
+  }
+  grpc::ClientContext context;
+  context.set_deadline(ToSystem(deadline));
+  etcdserverpb::DefragmentResponse response;
+  grpc::Status result;
+  {
+    std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
+    result = etcdserverpb::Maintenance::NewStub(client.Channel(endpoint))
+                 ->Defragment(&context, etcdserverpb::DefragmentRequest(), &response);
+  }
+  if (result.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return Unsupported("Defragment", result);
+  }
+  Classified c = internal::Classify(result);
+  if (c.disposition == Disposition::kOk) return response;
+  return c.status.Annotate("Defragment on " + target);
+}
+
 Result<etcdserverpb::MoveLeaderResponse> MoveLeader(Client& client, std::uint64_t target_member_id,
                                                     const CallOptions& call) {
   Result<std::size_t> leader = client.DiscoverLeader(call);

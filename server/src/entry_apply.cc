@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "alarms.h"
 #include "compaction.h"
 #include "epoch/server/etcd_errors.h"
 #include "epoch/server/kv_validation.h"
@@ -142,6 +143,9 @@ void FillHeaderRevision(Revision rev, InternalResponse* resp) {
     case InternalResponse::kClockTick:
       resp->mutable_clock_tick()->mutable_header()->set_revision(rev.value());
       break;
+    case InternalResponse::kAlarm:
+      resp->mutable_alarm()->mutable_header()->set_revision(rev.value());
+      break;
     default: break;
   }
 }
@@ -151,6 +155,11 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
                     ApplyResult* out) {
   out->status = ValidateRequestSize(req.ByteSizeLong(), ctx.options->limits);
   if (!out->status.ok()) return Status::Ok();
+  // The store is capped while a NOSPACE alarm is active (alarms.h).
+  if (HasAlarm(meta->alarms, pb::NOSPACE) && SpaceCost(req) > 0) {
+    out->status = etcd_errors::kNoSpace.ToStatus();
+    return Status::Ok();
+  }
   switch (req.request_case()) {
     case InternalRequest::kPut:
     case InternalRequest::kDeleteRange:
@@ -161,6 +170,11 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
     case InternalRequest::kLeaseCheckpoint: return ApplyLeaseRequest(ctx, meta, req, out);
     case InternalRequest::kClockTick:
       out->response.mutable_clock_tick()->set_cluster_time_ms(meta->cluster_time_ms);
+      return Status::Ok();
+    case InternalRequest::kAlarm:
+      out->status = ValidateAlarmChange(req.alarm());
+      if (!out->status.ok()) return Status::Ok();
+      ApplyAlarmChange(req.alarm(), &meta->alarms, out->response.mutable_alarm());
       return Status::Ok();
     case InternalRequest::kJobAcquire:
     case InternalRequest::kJobRelease:
@@ -186,6 +200,8 @@ Result<ApplyResult> Replay(const v1::StoredIdempotency& record, Revision rev) {
   out.response.set_replayed(true);
   return out;
 }
+
+bool IsNoSpace(const Status& s) { return s.message() == etcd_errors::kNoSpace.message; }
 
 bool TxnReadsHistory(const pb::TxnRequest& txn) {
   for (const auto* ops : {&txn.success(), &txn.failure()}) {
@@ -239,7 +255,9 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
   out.revision = meta->revision;
   FillHeaderRevision(meta->revision, &out.response);
 
-  if (keyed) {
+  // A request the capped store refused did nothing: a retry after the alarm is cleared must
+  // apply, not replay the refusal.
+  if (keyed && !IsNoSpace(out.status)) {
     std::int64_t ttl_ms = req.idempotency_ttl_ms() > 0 ? req.idempotency_ttl_ms()
                                                        : ctx.options->idempotency_default_ttl_ms;
     ttl_ms = std::min(ttl_ms, ctx.options->idempotency_max_ttl_ms);

@@ -33,6 +33,7 @@
 #include "peer_forwarder.h"
 #include "recipe_wait.h"
 #include "snapshot_manager.h"
+#include "space_quota.h"
 #include "watch_service.h"
 
 namespace epoch::server {
@@ -128,6 +129,7 @@ class EpochNode::Impl {
   // After transport_ and driver_ (its hooks use them), before context_ (which points to it).
   std::unique_ptr<PeerForwarder> peer_forwarder_;
   std::unique_ptr<NodeContext> context_;
+  std::unique_ptr<SpaceQuota> space_quota_;  // after context_: destroyed before it
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
   std::unique_ptr<ClusterService> cluster_service_;
@@ -313,6 +315,9 @@ Status EpochNode::Impl::StartNetwork() {
   }
   context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, read_pool_);
   context_->SetPeerForwarder(peer_forwarder_.get());
+  space_quota_ = std::make_unique<SpaceQuota>(*context_, config_.SpaceQuotaBytes());
+  context_->SetSpaceQuota(space_quota_.get());
+  space_quota_->Start();
   kv_service_ = std::make_unique<KvService>(*context_);
   maintenance_service_ = std::make_unique<MaintenanceService>(*context_);
   maintenance_service_->SetSnapshots(snapshots_.get(), config_.snapshot.archive_message_bytes);
@@ -412,6 +417,7 @@ void EpochNode::Impl::Shutdown() {
   if (grpc_server_)
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (lease_manager_) lease_manager_->Stop();
+  if (space_quota_) space_quota_->Stop();
   if (driver_) driver_->Stop();
   if (transport_) transport_->Stop();
   if (metrics_) metrics_->Stop();
@@ -478,6 +484,12 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
       "histogram\n";
   fsync_latency_.Render("epoch_wal_fsync_seconds", &out);
   gauge("epoch_kv_revision", "Current store revision.", store_->CurrentRevision().value());
+  gauge("epoch_kv_db_size_bytes", "Approximate size of the store (what the space quota counts).",
+        space_quota_->SizeBytes());
+  gauge("epoch_kv_quota_bytes", "The space quota (--quota-backend-bytes); 0: none.",
+        space_quota_->quota_bytes());
+  gauge("epoch_alarms_active", "Active alarms in the cluster (NOSPACE caps the store).",
+        store_->Alarms().size());
   const KvStore::IndexSize index = store_->IndexSizeNow();
   gauge("epoch_kv_index_keys", "Keys in the in-memory per-key history (live or not compacted).",
         index.keys);

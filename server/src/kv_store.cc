@@ -76,7 +76,32 @@ Status PutMeta(rocksdb::WriteBatchWithIndex* batch, const KvStore::Meta& meta,
     if (!changed) continue;
     EPOCH_RETURN_IF_ERROR(FromRocks(batch->Put(MetaKey(name), EncodeInt64(value)), "write meta"));
   }
-  return Status::Ok();
+  if (stored != nullptr && stored->alarms == meta.alarms) return Status::Ok();
+  if (meta.alarms.empty()) {
+    return FromRocks(batch->Delete(MetaKey(kMetaAlarms)), "write alarms");
+  }
+  v1::StoredAlarms alarms;
+  for (const StoreAlarm& a : meta.alarms) {
+    etcdserverpb::AlarmMember* m = alarms.add_alarms();
+    m->set_memberid(a.member);
+    m->set_alarm(a.type);
+  }
+  return FromRocks(batch->Put(MetaKey(kMetaAlarms), alarms.SerializeAsString()), "write alarms");
+}
+
+// The alarms recorded in `db` (none when the key is absent: a store from before alarms).
+Result<std::vector<StoreAlarm>> LoadAlarms(rocksdb::DB* db) {
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), MetaKey(kMetaAlarms), &value);
+  if (s.IsNotFound()) return std::vector<StoreAlarm>();
+  if (!s.ok()) return FromRocks(s, "read alarms");
+  v1::StoredAlarms stored;
+  if (!stored.ParseFromString(value)) return Status::Corruption("undecodable alarms record");
+  std::vector<StoreAlarm> out;
+  for (const etcdserverpb::AlarmMember& m : stored.alarms()) {
+    out.push_back(StoreAlarm{m.memberid(), m.alarm()});
+  }
+  return out;
 }
 
 // The memtable keeps an insert hint per prefix of these keys, so appends skip most of the skip
@@ -125,6 +150,9 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
   meta.revision = Revision(values[1]);
   meta.compact_revision = Revision(values[2]);
   meta.cluster_time_ms = values[3];
+  Result<std::vector<StoreAlarm>> alarms = LoadAlarms(db);
+  if (!alarms.ok()) return alarms.status();
+  meta.alarms = std::move(*alarms);
   return std::optional<KvStore::Meta>(meta);
 }
 
@@ -457,6 +485,23 @@ Revision KvStore::CurrentRevision() const {
 Revision KvStore::CompactRevision() const {
   std::lock_guard<std::mutex> lock(mu_);
   return meta_.compact_revision;
+}
+
+std::vector<StoreAlarm> KvStore::Alarms() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return meta_.alarms;
+}
+
+Status KvStore::Defragment() {
+  EPOCH_RETURN_IF_ERROR(Flush().status());
+  rocksdb::CompactRangeOptions options;
+  // Rewrite the last level too: that is where deleted history sits behind its tombstones.
+  options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+  for (rocksdb::ColumnFamilyHandle* family : handles_) {
+    EPOCH_RETURN_IF_ERROR(FromRocks(db_->CompactRange(options, family, nullptr, nullptr),
+                                    "defragment " + family->GetName()));
+  }
+  return Status::Ok();
 }
 
 std::int64_t KvStore::ClusterTimeMs() const {

@@ -5,6 +5,7 @@
 #include <asio.hpp>
 #include <string_view>
 
+#include "alarms.h"
 #include "grpc_util.h"
 #include "snapshot_service.h"
 
@@ -23,6 +24,7 @@ grpc::ServerUnaryReactor* MaintenanceService::Status(grpc::CallbackServerContext
   response->set_raftappliedindex(s.applied.value());
   response->set_islearner(false);
   if (s.leader == raft::kNoNode) response->add_errors("etcdserver: no leader");
+  for (const StoreAlarm& alarm : node_.store().Alarms()) response->add_errors(AlarmText(alarm));
   node_.FillHeader(response->mutable_header());
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
@@ -33,15 +35,44 @@ grpc::ServerUnaryReactor* MaintenanceService::Alarm(grpc::CallbackServerContext*
                                                     const etcdserverpb::AlarmRequest* request,
                                                     etcdserverpb::AlarmResponse* response) {
   auto* reactor = ctx->DefaultReactor();
-  // Epoch raises no alarms yet (no space quota, no corruption checker), so GET lists none and
-  // DEACTIVATE has nothing to clear. ACTIVATE is an operator action we do not support.
-  if (request->action() == etcdserverpb::AlarmRequest::ACTIVATE) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                                 "epoch: raising alarms by hand is not supported"));
+  if (request->action() == etcdserverpb::AlarmRequest::GET) {
+    // A linearizable read of the replicated alarms (etcd sends GET through its log).
+    node_.ReadBarrier(false, [this, reactor, request, response](const epoch::Status& s) {
+      if (!s.ok()) return reactor->Finish(ToGrpc(s));
+      ListAlarms(node_.store().Alarms(), request->alarm(), response);
+      node_.FillHeader(response->mutable_header());
+      reactor->Finish(grpc::Status::OK);
+    });
     return reactor;
   }
-  node_.FillHeader(response->mutable_header());
-  reactor->Finish(grpc::Status::OK);
+  epoch::Status valid = ValidateAlarmChange(*request);
+  if (!valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_alarm() = *request;
+  node_.Write(std::move(internal), ctx->deadline(),
+              [this, reactor, response](const epoch::Status& s, const v1::InternalResponse& r) {
+                if (!s.ok()) return reactor->Finish(ToGrpc(s));
+                *response = r.alarm();
+                node_.FillHeader(response->mutable_header());
+                reactor->Finish(grpc::Status::OK);
+              });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MaintenanceService::Defragment(
+    grpc::CallbackServerContext* ctx, const etcdserverpb::DefragmentRequest*,
+    etcdserverpb::DefragmentResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  // Seconds of compaction: on a thread of its own, never a gRPC or read thread.
+  asio::post(defrag_pool_, [this, reactor, response] {
+    epoch::Status s = node_.store().Defragment();
+    if (!s.ok()) return reactor->Finish(ToGrpc(s));
+    node_.FillHeader(response->mutable_header());
+    reactor->Finish(grpc::Status::OK);
+  });
   return reactor;
 }
 

@@ -1,8 +1,11 @@
 // MaintenanceService (etcdserverpb.Maintenance) and ClusterService (etcdserverpb.Cluster): what
 // `etcdctl endpoint status/health`, `move-leader`, `alarm list` and `member list` need.
-// Snapshot streams an archive of a checkpoint (snapshot_service.h). Defragment and membership
-// changes are answered as unimplemented until they exist.
+// Snapshot streams an archive of a checkpoint (snapshot_service.h). Alarm lists, raises and
+// clears the replicated alarms (alarms.h, space_quota.h); Defragment compacts this member's
+// store whole. Membership changes are answered as unimplemented until they exist.
 #pragma once
+
+#include <asio.hpp>
 
 #include "epoch/server/node_context.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -24,6 +27,9 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   grpc::ServerUnaryReactor* Alarm(grpc::CallbackServerContext* ctx,
                                   const etcdserverpb::AlarmRequest* request,
                                   etcdserverpb::AlarmResponse* response) override;
+  grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* ctx,
+                                       const etcdserverpb::DefragmentRequest* request,
+                                       etcdserverpb::DefragmentResponse* response) override;
   grpc::ServerUnaryReactor* HashKV(grpc::CallbackServerContext* ctx,
                                    const etcdserverpb::HashKVRequest* request,
                                    etcdserverpb::HashKVResponse* response) override;
@@ -43,6 +49,9 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   NodeContext& node_;
   SnapshotManager* snapshots_ = nullptr;
   std::size_t snapshot_message_bytes_ = 64 << 10;
+  // Runs Defragment calls one at a time; joined when the service is destroyed (after the gRPC
+  // server's shutdown, which waits for the pending calls to finish).
+  asio::thread_pool defrag_pool_{1};
 };
 
 class ClusterService final : public etcdserverpb::Cluster::CallbackService {

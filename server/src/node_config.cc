@@ -131,6 +131,12 @@ Status ParseInitialCluster(std::string_view peers, std::string_view clients, Nod
   return Status::Ok();
 }
 
+std::int64_t NodeConfig::SpaceQuotaBytes() const {
+  constexpr std::int64_t kDefaultQuotaBytes = std::int64_t{2} << 30;  // etcd's default
+  if (quota_backend_bytes < 0) return 0;
+  return quota_backend_bytes == 0 ? kDefaultQuotaBytes : quota_backend_bytes;
+}
+
 Status NodeConfig::Validate() const {
   if (name.empty()) return Status::InvalidArgument("--name is required");
   if (data_dir.empty()) return Status::InvalidArgument("--data-dir is required");

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "alarms.h"
 #include "epoch/server/etcd_errors.h"
 #include "leader_forwarder.h"
 #include "peer_forwarder.h"
+#include "space_quota.h"
 
 namespace epoch::server {
 namespace {
@@ -34,6 +36,9 @@ NodeContext::~NodeContext() = default;
 
 void NodeContext::Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
                         WriteCallback done) {
+  if (space_quota_ != nullptr && !space_quota_->Admit(SpaceCost(request))) {
+    return done(etcd_errors::kNoSpace.ToStatus(), {});
+  }
   auto wait = std::min(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           deadline - std::chrono::system_clock::now()),

@@ -99,6 +99,9 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--max-txn-ops", c.limits.max_txn_ops,
                  "Most operations in one level of a txn (etcd's flag)")
       ->check(CLI::Range(std::size_t{1}, kMaxTxnOpsCap));
+  app.add_option("--quota-backend-bytes", c.quota_backend_bytes,
+                 "Store size at which this member raises the NOSPACE alarm and the cluster refuses "
+                 "writes that need space (etcd's flag; 0 = 2 GiB, negative = no quota)");
   app.add_option("--election-jitter-ticks", c.raft.election_jitter_ticks,
                  "Random election timeout spread");
   app.add_option("--max-clock-drift", c.raft.max_clock_drift,

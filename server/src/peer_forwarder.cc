@@ -122,7 +122,8 @@ bool PeerForwarder::Forwardable(const v1::InternalRequest& request) {
     case v1::InternalRequest::kPut:
     case v1::InternalRequest::kDeleteRange:
     case v1::InternalRequest::kTxn:
-    case v1::InternalRequest::kCompaction: return true;
+    case v1::InternalRequest::kCompaction:
+    case v1::InternalRequest::kAlarm: return true;
     default: return false;
   }
 }

@@ -104,6 +104,25 @@ TEST_CASE("flags: request limits, within the state machine's caps", "[server][co
   CHECK_FALSE(Parse(With(BaseArgs(), {"--max-txn-ops", "0"})).parsed);
 }
 
+TEST_CASE("flags: --quota-backend-bytes as etcd's: 0 is 2 GiB, negative is none",
+          "[server][config][flags]") {
+  Parsed none_given = Parse(BaseArgs());
+  REQUIRE(none_given.finished.ok());
+  CHECK(none_given.config.SpaceQuotaBytes() == std::int64_t{2} << 30);
+  Parsed zero = Parse(With(BaseArgs(), {"--quota-backend-bytes", "0"}));
+  REQUIRE(zero.finished.ok());
+  CHECK(zero.config.SpaceQuotaBytes() == std::int64_t{2} << 30);
+  Parsed small = Parse(With(BaseArgs(), {"--quota-backend-bytes", "3000000"}));
+  REQUIRE(small.finished.ok());
+  CHECK(small.config.SpaceQuotaBytes() == 3'000'000);
+  Parsed off = Parse(With(BaseArgs(), {"--quota-backend-bytes", "-1"}));
+  REQUIRE(off.finished.ok());
+  CHECK(off.config.SpaceQuotaBytes() == 0);
+  Parsed junk = Parse(With(BaseArgs(), {"--quota-backend-bytes", "8GB"}));
+  CHECK_FALSE(junk.parsed);
+  CHECK(junk.parse_error.find("--quota-backend-bytes") != std::string::npos);
+}
+
 TEST_CASE("flags: advertised addresses must be the member's own", "[server][config][flags]") {
   Parsed ok = Parse(With(BaseArgs(), {"--initial-advertise-peer-urls", "http://127.0.0.1:2380",
                                       "--advertise-client-urls", "http://127.0.0.1:2379"}));

@@ -1,6 +1,6 @@
-// Admin calls the Client does not wrap: Maintenance (Alarm, MoveLeader, Snapshot), the Cluster
-// membership changes, and Epoch's own lease views (epoch.v1.Lease Status / ClockStatus). Used by
-// epochctl; built on Client::Channel() so they share the Client's channels.
+// Admin calls the Client does not wrap: Maintenance (Alarm, Defragment, MoveLeader, Snapshot), the
+// Cluster membership changes, and Epoch's own lease views (epoch.v1.Lease Status / ClockStatus).
+// Used by epochctl; built on Client::Channel() so they share the Client's channels.
 //
 // Endpoint choice: calls start at the Client's preferred endpoint and move to the next one when an
 // endpoint cannot be connected within dial_timeout or answers a transient failure (reads only).
@@ -25,6 +25,11 @@ namespace epoch::client {
 
 Result<etcdserverpb::AlarmResponse> Alarm(Client& client, const etcdserverpb::AlarmRequest& request,
                                           const CallOptions& call = {});
+
+// Maintenance.Defragment of one member (endpoint `endpoint`): it compacts its store whole, so what
+// Compact and deletions freed leaves the disk. Defragmentation is per member, as in etcd.
+Result<etcdserverpb::DefragmentResponse> Defragment(Client& client, std::size_t endpoint,
+                                                    const CallOptions& call = {});
 
 // Transfers leadership to `target_member_id`; the request goes to the current leader.
 Result<etcdserverpb::MoveLeaderResponse> MoveLeader(Client& client, std::uint64_t target_member_id,

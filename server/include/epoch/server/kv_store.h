@@ -105,6 +105,14 @@ struct LeaseInfo {
   std::int64_t deadline_cluster_ms = 0;
 };
 
+// An active alarm (etcd's AlarmMember): raised by or for one member, it holds for the whole
+// cluster. Part of the replicated state (server/README.md "Alarms and the space quota").
+struct StoreAlarm {
+  std::uint64_t member = 0;
+  etcdserverpb::AlarmType type = etcdserverpb::NONE;
+  friend auto operator<=>(const StoreAlarm&, const StoreAlarm&) = default;
+};
+
 class LatestCache;
 class KeyIndex;
 
@@ -177,8 +185,13 @@ class KvStore {
   Result<std::vector<LeaseId>> ExpiredLeases(std::int64_t now_cluster_ms,
                                              std::size_t max_count) const;
 
-  // Approximate bytes on disk and in memtables (Maintenance.Status dbSize).
+  // Approximate bytes on disk and in memtables (Maintenance.Status dbSize, the space quota).
   [[nodiscard]] std::int64_t ApproximateSizeBytes() const;
+  // The active alarms, sorted (Maintenance.Alarm GET, Status errors).
+  [[nodiscard]] std::vector<StoreAlarm> Alarms() const;
+  // Maintenance.Defragment: flushes, then compacts both column families whole, so that what
+  // Compact and deletions removed leaves the disk. Any thread; blocks for the compaction.
+  Status Defragment();
   // Size of the in-memory per-key history (src/key_index.h): keys and revisions it holds.
   struct IndexSize {
     std::size_t keys = 0;
@@ -192,6 +205,8 @@ class KvStore {
     Revision revision{1};
     Revision compact_revision{-1};
     std::int64_t cluster_time_ms = 0;
+    // Sorted, no duplicates. A NOSPACE alarm caps the store: requests that need space fail.
+    std::vector<StoreAlarm> alarms;
   };
 
  private:

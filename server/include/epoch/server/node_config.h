@@ -71,6 +71,11 @@ struct NodeConfig {
   // proposed. The state machine checks every entry against the caps below instead, the same on
   // every member whatever its flags, so members with different limits never diverge.
   KvLimits limits;
+  // --quota-backend-bytes, as etcd's: the store size at which this member raises the NOSPACE
+  // alarm (server/README.md "Alarms and the space quota"). 0: the default, 2 GiB; < 0: none.
+  std::int64_t quota_backend_bytes = 0;
+  // The quota in force: quota_backend_bytes resolved (0 when there is none).
+  [[nodiscard]] std::int64_t SpaceQuotaBytes() const;
 
   [[nodiscard]] NodeId self_id() const { return raft.id; }
   [[nodiscard]] std::uint64_t cluster_id() const;

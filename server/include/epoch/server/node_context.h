@@ -20,6 +20,7 @@ namespace epoch::server {
 
 class LeaderForwarder;
 class PeerForwarder;
+class SpaceQuota;
 
 class NodeContext {
  public:
@@ -33,7 +34,8 @@ class NodeContext {
   // Proposes `request` when this node leads, forwards it to the leader when another node does
   // (KV writes over the peer link once SetPeerForwarder was called, others to the leader's client
   // endpoint), and waits (up to config.leader_wait and `deadline`) for a leader when
-  // none is known. `done` gets the response computed at apply time.
+  // none is known. `done` gets the response computed at apply time. A request that needs space is
+  // refused first ("database space exceeded") when the space quota does not admit it.
   void Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
              WriteCallback done);
   // Calls `done` once a linearizable read may be served (ReadIndex or lease), or at once for a
@@ -43,6 +45,8 @@ class NodeContext {
 
   // Before any Write: KV writes are then forwarded over the peer link. Not owned.
   void SetPeerForwarder(PeerForwarder* forwarder) { peer_forwarder_ = forwarder; }
+  // Before any Write: requests that need space pass its Admit(). Not owned.
+  void SetSpaceQuota(SpaceQuota* quota) { space_quota_ = quota; }
 
   void FillHeader(etcdserverpb::ResponseHeader* header) const;
 
@@ -61,6 +65,7 @@ class NodeContext {
   asio::thread_pool& read_pool_;
   std::unique_ptr<LeaderForwarder> forwarder_;
   PeerForwarder* peer_forwarder_ = nullptr;
+  SpaceQuota* space_quota_ = nullptr;
   asio::steady_timer::executor_type timer_executor_;
 };
 
