@@ -9,6 +9,7 @@
 #include "idempotency.h"
 #include "kv_apply.h"
 #include "lease_table.h"
+#include "published_members.h"
 #include "status_util.h"
 #include "write_txn.h"
 
@@ -175,6 +176,11 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
       out->status = ValidateAlarmChange(req.alarm());
       if (!out->status.ok()) return Status::Ok();
       ApplyAlarmChange(req.alarm(), &meta->alarms, out->response.mutable_alarm());
+      return Status::Ok();
+    case InternalRequest::kMemberAttributes:
+      out->status = ValidateMemberAttributes(req.member_attributes());
+      if (!out->status.ok()) return Status::Ok();
+      meta->members = WithMember(*meta->members, req.member_attributes());
       return Status::Ok();
     case InternalRequest::kJobAcquire:
     case InternalRequest::kJobRelease:

@@ -29,6 +29,7 @@
 #include "lease_service.h"
 #include "lock_service.h"
 #include "maintenance_service.h"
+#include "member_publisher.h"
 #include "metrics_http.h"
 #include "peer_forwarder.h"
 #include "recipe_wait.h"
@@ -129,7 +130,8 @@ class EpochNode::Impl {
   // After transport_ and driver_ (its hooks use them), before context_ (which points to it).
   std::unique_ptr<PeerForwarder> peer_forwarder_;
   std::unique_ptr<NodeContext> context_;
-  std::unique_ptr<SpaceQuota> space_quota_;  // after context_: destroyed before it
+  std::unique_ptr<SpaceQuota> space_quota_;     // after context_: destroyed before it
+  std::unique_ptr<MemberPublisher> publisher_;  // after context_: destroyed before it
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
   std::unique_ptr<ClusterService> cluster_service_;
@@ -353,6 +355,11 @@ Status EpochNode::Impl::StartNetwork() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen_client.ToString(), grpc::InsecureServerCredentials(),
                            &client_port_);
+  std::vector<int> extra_ports(config_.listen_client_extra.size());
+  for (std::size_t i = 0; i < extra_ports.size(); ++i) {
+    builder.AddListeningPort(config_.listen_client_extra[i].ToString(),
+                             grpc::InsecureServerCredentials(), &extra_ports[i]);
+  }
   // etcdctl pings every 2 s (keepalive-time) even without calls; gRPC's default policy would
   // answer GOAWAY "too_many_pings" (the k3s/kine bug in etcd-v3-wire.md §2a).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
@@ -374,6 +381,20 @@ Status EpochNode::Impl::StartNetwork() {
     return Status::IOError(
         fmt::format("cannot serve clients on {}", config_.listen_client.ToString()));
   }
+  for (std::size_t i = 0; i < extra_ports.size(); ++i) {
+    if (extra_ports[i] == 0) {
+      return Status::IOError(
+          fmt::format("cannot serve clients on {}", config_.listen_client_extra[i].ToString()));
+    }
+  }
+  // This member's client URL for the others (its --initial-cluster-clients entry, else the
+  // advertised or listened address; the port picked when the flag said 0).
+  HostPort own = config_.FindMember(config_.self_id())->client;
+  if (own.port == 0)
+    own = HostPort{config_.listen_client.host, static_cast<std::uint16_t>(client_port_)};
+  publisher_ = std::make_unique<MemberPublisher>(
+      *context_, std::vector<std::string>{"http://" + own.ToString()});
+  publisher_->Start();
 
   if (config_.listen_metrics.port != 0) {
     metrics_ =
@@ -418,6 +439,7 @@ void EpochNode::Impl::Shutdown() {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (lease_manager_) lease_manager_->Stop();
   if (space_quota_) space_quota_->Stop();
+  if (publisher_) publisher_->Stop();
   if (driver_) driver_->Stop();
   if (transport_) transport_->Stop();
   if (metrics_) metrics_->Stop();

@@ -49,6 +49,8 @@ inline constexpr std::string_view kMetaClusterTime = "cluster_time_ms";
 inline constexpr std::string_view kMetaFormat = "format_version";
 // epoch.v1.StoredAlarms; absent = no alarm (stores written before alarms existed).
 inline constexpr std::string_view kMetaAlarms = "alarms";
+// epoch.v1.StoredMembers; absent = nothing published yet.
+inline constexpr std::string_view kMetaMembers = "members";
 
 // The user-key interval of a RangeRequest/DeleteRangeRequest/Compare (etcd's range_end rules).
 struct KeyRange {

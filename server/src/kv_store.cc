@@ -76,6 +76,17 @@ Status PutMeta(rocksdb::WriteBatchWithIndex* batch, const KvStore::Meta& meta,
     if (!changed) continue;
     EPOCH_RETURN_IF_ERROR(FromRocks(batch->Put(MetaKey(name), EncodeInt64(value)), "write meta"));
   }
+  if (stored == nullptr || (stored->members != meta.members && *stored->members != *meta.members)) {
+    v1::StoredMembers members;
+    for (const PublishedMember& m : *meta.members) {
+      v1::MemberAttributes* a = members.add_members();
+      a->set_id(m.id);
+      a->set_name(m.name);
+      for (const std::string& url : m.client_urls) a->add_client_urls(url);
+    }
+    EPOCH_RETURN_IF_ERROR(
+        FromRocks(batch->Put(MetaKey(kMetaMembers), members.SerializeAsString()), "write members"));
+  }
   if (stored != nullptr && stored->alarms == meta.alarms) return Status::Ok();
   if (meta.alarms.empty()) {
     return FromRocks(batch->Delete(MetaKey(kMetaAlarms)), "write alarms");
@@ -87,6 +98,22 @@ Status PutMeta(rocksdb::WriteBatchWithIndex* batch, const KvStore::Meta& meta,
     m->set_alarm(a.type);
   }
   return FromRocks(batch->Put(MetaKey(kMetaAlarms), alarms.SerializeAsString()), "write alarms");
+}
+
+// The published members recorded in `db` (none when the key is absent).
+Result<std::shared_ptr<const PublishedMembers>> LoadMembers(rocksdb::DB* db) {
+  auto out = std::make_shared<PublishedMembers>();
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), MetaKey(kMetaMembers), &value);
+  if (s.IsNotFound()) return std::shared_ptr<const PublishedMembers>(std::move(out));
+  if (!s.ok()) return FromRocks(s, "read members");
+  v1::StoredMembers stored;
+  if (!stored.ParseFromString(value)) return Status::Corruption("undecodable members record");
+  for (const v1::MemberAttributes& a : stored.members()) {
+    out->push_back(
+        PublishedMember{a.id(), a.name(), {a.client_urls().begin(), a.client_urls().end()}});
+  }
+  return std::shared_ptr<const PublishedMembers>(std::move(out));
 }
 
 // The alarms recorded in `db` (none when the key is absent: a store from before alarms).
@@ -153,6 +180,9 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
   Result<std::vector<StoreAlarm>> alarms = LoadAlarms(db);
   if (!alarms.ok()) return alarms.status();
   meta.alarms = std::move(*alarms);
+  Result<std::shared_ptr<const PublishedMembers>> members = LoadMembers(db);
+  if (!members.ok()) return members.status();
+  meta.members = std::move(*members);
   return std::optional<KvStore::Meta>(meta);
 }
 
@@ -490,6 +520,11 @@ Revision KvStore::CompactRevision() const {
 std::vector<StoreAlarm> KvStore::Alarms() const {
   std::lock_guard<std::mutex> lock(mu_);
   return meta_.alarms;
+}
+
+std::shared_ptr<const PublishedMembers> KvStore::Members() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return meta_.members;
 }
 
 Status KvStore::Defragment() {

@@ -38,7 +38,7 @@ class LeaderForwarder {
  public:
   using Callback = std::function<void(const Status&, const v1::InternalResponse&)>;
 
-  explicit LeaderForwarder(const NodeConfig& config) : leases_(config) {}
+  explicit LeaderForwarder(LeaseForwarder::AddressOf address_of) : leases_(std::move(address_of)) {}
 
   // `done` runs on a gRPC client thread. Lease grants and revokes go through LeaseForwarder;
   // requests of any other kind fail with "etcdserver: not leader".

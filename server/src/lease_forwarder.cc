@@ -45,19 +45,19 @@ Status FromForwardedStatus(const grpc::Status& s) {
 }
 
 std::shared_ptr<grpc::Channel> LeaseForwarder::ChannelFor(NodeId leader) {
+  const std::string address = address_of_(leader);
+  if (address.empty()) return nullptr;
   std::lock_guard lock(mu_);
   auto it = channels_.find(leader);
-  if (it != channels_.end()) return it->second;
-  const MemberInfo* member = config_.FindMember(leader);
-  if (!member) return nullptr;
+  // A member that published another address (restarted elsewhere) gets a new channel.
+  if (it != channels_.end() && it->second.address == address) return it->second.channel;
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel = grpc::CreateCustomChannel(member->client.ToString(),
-                                           grpc::InsecureChannelCredentials(), args);
-  channels_.emplace(leader, channel);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  channels_[leader] = Cached{address, channel};
   return channel;
 }
 

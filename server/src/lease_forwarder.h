@@ -31,7 +31,10 @@ class LeaseForwarder {
   using RenewCallback = std::function<void(const Status&, const v1::LeaseKeepAliveResponse&)>;
   using WriteCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
 
-  explicit LeaseForwarder(const NodeConfig& config) : config_(config) {}
+  // "host:port" of a member's client endpoint, "" when it is not known (yet).
+  using AddressOf = std::function<std::string(NodeId)>;
+
+  explicit LeaseForwarder(AddressOf address_of) : address_of_(std::move(address_of)) {}
 
   void Renew(NodeId leader, LeaseId id, std::chrono::system_clock::time_point deadline,
              RenewCallback done);
@@ -39,15 +42,20 @@ class LeaseForwarder {
   void ForwardWrite(NodeId leader, const v1::InternalRequest& request,
                     std::chrono::system_clock::time_point deadline, WriteCallback done);
 
-  // The channel to `leader`'s client endpoint (shared by KV and lease forwarding), or null if it
-  // is not a member. Reconnects back off from 100 ms to at most 1 s, not gRPC's default 120 s: a
-  // restarted member is leader again within an election.
+  // The channel to `leader`'s client endpoint (shared by KV and lease forwarding), or null if its
+  // address is not known (not a member, or it has not published its client URLs yet). Reconnects
+  // back off from 100 ms to at most 1 s, not gRPC's default 120 s: a restarted member is leader
+  // again within an election.
   std::shared_ptr<grpc::Channel> ChannelFor(NodeId leader);
 
  private:
-  const NodeConfig& config_;
+  const AddressOf address_of_;
   std::mutex mu_;
-  std::map<NodeId, std::shared_ptr<grpc::Channel>> channels_;  // guarded by mu_
+  struct Cached {
+    std::string address;
+    std::shared_ptr<grpc::Channel> channel;
+  };
+  std::map<NodeId, Cached> channels_;  // guarded by mu_
 };
 
 // A forwarded call's gRPC status as an epoch Status: etcd's errors keep their message, an

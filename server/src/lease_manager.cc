@@ -39,7 +39,8 @@ LeaseManager::LeaseManager(NodeContext& node, LeaseOptions options)
     : node_(node),
       options_(std::move(options)),
       timing_(TimingFor(node.config(), options_)),
-      forwarder_(std::make_unique<LeaseForwarder>(node.config())),
+      forwarder_(std::make_unique<LeaseForwarder>(
+          [&node](NodeId id) { return node.ClientAddressOf(id); })),
       batcher_(options_.keepalive_window, options_.keepalive_batch_max),
       id_rng_(SeedFor(node.config().self_id())) {}
 

@@ -155,7 +155,7 @@ grpc::ServerUnaryReactor* ClusterService::MemberList(grpc::CallbackServerContext
     member->set_id(m.id.value());
     member->set_name(m.name);
     member->add_peerurls("http://" + m.peer.ToString());
-    member->add_clienturls("http://" + m.client.ToString());
+    for (const std::string& url : node_.ClientUrlsOf(m)) member->add_clienturls(url);
   }
   node_.FillHeader(response->mutable_header());
   auto* reactor = ctx->DefaultReactor();

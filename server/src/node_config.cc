@@ -60,6 +60,17 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   return HostPort{std::string(rest.substr(0, colon)), static_cast<std::uint16_t>(port)};
 }
 
+Result<std::vector<HostPort>> ParseHostPortList(std::string_view text) {
+  std::vector<HostPort> out;
+  for (std::string_view item : Split(text, ',')) {
+    Result<HostPort> hp = ParseHostPort(item);
+    if (!hp.ok()) return hp.status();
+    out.push_back(*hp);
+  }
+  if (out.empty()) return Status::InvalidArgument("no address given");
+  return out;
+}
+
 NodeId MemberIdFor(std::string_view cluster_token, std::string_view name) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&h](std::string_view s) {
@@ -111,10 +122,15 @@ Status ParsePeerDialOverride(std::string_view text, NodeConfig* config) {
 Status ParseInitialCluster(std::string_view peers, std::string_view clients, NodeConfig* config) {
   auto peer_map = ParseNamedList(peers, "--initial-cluster");
   if (!peer_map.ok()) return peer_map.status();
-  auto client_map = ParseNamedList(clients, "--initial-cluster-clients");
+  Result<std::map<std::string, HostPort>> client_map = std::map<std::string, HostPort>();
+  if (!clients.empty()) client_map = ParseNamedList(clients, "--initial-cluster-clients");
   if (!client_map.ok()) return client_map.status();
   config->members.clear();
   for (const auto& [name, peer] : *peer_map) {
+    if (clients.empty()) {  // learned from the members' publications
+      config->members.push_back({MemberIdFor(config->cluster_token, name), name, peer, {}});
+      continue;
+    }
     auto it = client_map->find(name);
     if (it == client_map->end()) {
       return Status::InvalidArgument(fmt::format(
@@ -150,6 +166,7 @@ Status NodeConfig::Validate() const {
   for (const MemberInfo& m : members) {
     self_found = self_found || m.name == name;
     for (const HostPort* hp : {&m.peer, &m.client}) {
+      if (hp->port == 0) continue;  // a client address not known yet
       if (!addresses.insert(hp->ToString()).second) {
         return Status::InvalidArgument(
             fmt::format("address {} is used twice in the cluster", hp->ToString()));

@@ -6,6 +6,7 @@
 #include "epoch/server/etcd_errors.h"
 #include "leader_forwarder.h"
 #include "peer_forwarder.h"
+#include "published_members.h"
 #include "space_quota.h"
 
 namespace epoch::server {
@@ -29,7 +30,8 @@ NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& 
       driver_(driver),
       store_(store),
       read_pool_(read_pool),
-      forwarder_(std::make_unique<LeaderForwarder>(config)),
+      forwarder_(
+          std::make_unique<LeaderForwarder>([this](NodeId id) { return ClientAddressOf(id); })),
       timer_executor_(read_pool.get_executor()) {}
 
 NodeContext::~NodeContext() = default;
@@ -92,6 +94,22 @@ void NodeContext::ReadBarrier(bool serializable, ReadyCallback done, bool cheap)
     if (cheap) return done(s);
     asio::post(read_pool_, [s, done] { done(s); });
   });
+}
+
+std::vector<std::string> NodeContext::ClientUrlsOf(const MemberInfo& member) const {
+  std::shared_ptr<const PublishedMembers> published = store_.Members();
+  if (const PublishedMember* p = FindPublished(*published, member.id.value())) {
+    return p->client_urls;
+  }
+  if (member.client.port == 0) return {};
+  return {"http://" + member.client.ToString()};
+}
+
+std::string NodeContext::ClientAddressOf(NodeId id) const {
+  const MemberInfo* member = config_.FindMember(id);
+  if (member == nullptr) return "";
+  std::vector<std::string> urls = ClientUrlsOf(*member);
+  return urls.empty() ? "" : DialTarget(urls.front());
 }
 
 void NodeContext::FillHeader(etcdserverpb::ResponseHeader* header) const {

@@ -31,6 +31,25 @@ Status CheckAdvertised(std::string_view flag, const std::string& text, const Hos
                                              advertised->ToString(), list_flag, listed.ToString()));
 }
 
+// Without --initial-cluster-clients (etcd's way), this member's client address is the first of
+// --advertise-client-urls, else of --listen-client-urls; the others' come from their
+// publications (src/member_publisher.h).
+Status SetOwnClientAddress(const NodeFlags& f, NodeConfig* c) {
+  HostPort own = c->listen_client;
+  if (!f.advertise_client.empty()) {
+    Result<std::vector<HostPort>> advertised = ParseHostPortList(f.advertise_client);
+    if (!advertised.ok()) return advertised.status().Annotate("--advertise-client-urls");
+    own = advertised->front();
+  } else if (own.host.empty() || own.host == "0.0.0.0" || own.host == "::" || own.host == "[::]") {
+    return Status::InvalidArgument(
+        "--advertise-client-urls is required when --listen-client-urls is a wildcard address");
+  }
+  for (MemberInfo& m : c->members) {
+    if (m.id == c->raft.id) m.client = own;
+  }
+  return Status::Ok();
+}
+
 // "existing" is what etcd operators pass when a member restarts; Epoch cannot join a running
 // cluster yet (no Cluster.MemberAdd), so it is accepted only for a member that has its state.
 Status CheckClusterState(const std::string& state, const std::string& data_dir) {
@@ -55,7 +74,8 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
       ->required();
   app.add_option("--data-dir", c.data_dir, "Directory for the WAL and the state machine")
       ->required();
-  app.add_option("--listen-client-urls", f.listen_client, "host:port serving the etcd v3 gRPC API");
+  app.add_option("--listen-client-urls", f.listen_client,
+                 "host:port serving the etcd v3 gRPC API (a comma-separated list listens on each)");
   app.add_option("--listen-peer-urls", f.listen_peer, "host:port for Raft traffic between members");
   app.add_option("--listen-metrics-urls", f.listen_metrics,
                  "host:port for /metrics, /health, /ready");
@@ -63,13 +83,13 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Peer addresses of every member: name=host:port,...")
       ->required();
   app.add_option("--initial-cluster-clients", f.initial_cluster_clients,
-                 "Client addresses of every member: name=host:port,...")
-      ->required();
+                 "Client addresses of every member: name=host:port,... (optional: members "
+                 "publish their --advertise-client-urls to each other, as in etcd)");
   app.add_option("--initial-cluster-token", c.cluster_token,
                  "Distinguishes clusters; part of member IDs");
   app.add_option("--advertise-client-urls", f.advertise_client,
-                 "This member's client address (etcd's flag; must match its "
-                 "--initial-cluster-clients entry)");
+                 "This member's client URLs, published to the cluster (etcd's flag; default: "
+                 "--listen-client-urls; must match its --initial-cluster-clients entry if given)");
   app.add_option(
       "--initial-advertise-peer-urls", f.advertise_peer,
       "This member's peer address (etcd's flag; must match its --initial-cluster entry)");
@@ -128,11 +148,12 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
 }
 
 Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
-  auto client = ParseHostPort(f.listen_client);
-  if (!client.ok()) return client.status().Annotate("--listen-client-urls");
+  Result<std::vector<HostPort>> clients = ParseHostPortList(f.listen_client);
+  if (!clients.ok()) return clients.status().Annotate("--listen-client-urls");
   auto peer = ParseHostPort(f.listen_peer);
   if (!peer.ok()) return peer.status().Annotate("--listen-peer-urls");
-  c.listen_client = *client;
+  c.listen_client = clients->front();
+  c.listen_client_extra.assign(clients->begin() + 1, clients->end());
   c.listen_peer = *peer;
   if (!f.listen_metrics.empty()) {
     auto metrics = ParseHostPort(f.listen_metrics);
@@ -151,12 +172,15 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
   EPOCH_RETURN_IF_ERROR(ParseInitialCluster(f.initial_cluster, f.initial_cluster_clients, &c));
   EPOCH_RETURN_IF_ERROR(ParsePeerDialOverride(f.peer_dial_override, &c));
   c.raft.id = MemberIdFor(c.cluster_token, c.name);
+  if (f.initial_cluster_clients.empty()) EPOCH_RETURN_IF_ERROR(SetOwnClientAddress(f, &c));
   EPOCH_RETURN_IF_ERROR(c.Validate());
   const MemberInfo* self = c.FindMember(c.raft.id);
   EPOCH_RETURN_IF_ERROR(CheckAdvertised("--initial-advertise-peer-urls", f.advertise_peer,
                                         self->peer, "--initial-cluster"));
-  EPOCH_RETURN_IF_ERROR(CheckAdvertised("--advertise-client-urls", f.advertise_client, self->client,
-                                        "--initial-cluster-clients"));
+  if (!f.initial_cluster_clients.empty()) {
+    EPOCH_RETURN_IF_ERROR(CheckAdvertised("--advertise-client-urls", f.advertise_client,
+                                          self->client, "--initial-cluster-clients"));
+  }
   return CheckClusterState(f.initial_cluster_state, c.data_dir);
 }
 

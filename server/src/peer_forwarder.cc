@@ -123,7 +123,8 @@ bool PeerForwarder::Forwardable(const v1::InternalRequest& request) {
     case v1::InternalRequest::kDeleteRange:
     case v1::InternalRequest::kTxn:
     case v1::InternalRequest::kCompaction:
-    case v1::InternalRequest::kAlarm: return true;
+    case v1::InternalRequest::kAlarm:
+    case v1::InternalRequest::kMemberAttributes: return true;
     default: return false;
   }
 }

@@ -65,8 +65,9 @@ class PeerForwarder {
   // The link to `peer` broke: writes sent to it have an unknown outcome.
   void PeerLost(NodeId peer);
 
-  // Whether a request of this kind travels this way (KV writes, compaction and alarm changes;
-  // lease grants and revokes go through the leader's lease manager, see LeaseForwarder).
+  // Whether a request of this kind travels this way (KV writes, compaction, alarm changes and
+  // member publications; lease grants and revokes go through the leader's lease manager, see
+  // LeaseForwarder).
   [[nodiscard]] static bool Forwardable(const v1::InternalRequest& request);
 
   // Leader side: a ForwardRequest from `from`.

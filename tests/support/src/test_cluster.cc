@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +122,36 @@ std::string TestCluster::Endpoints(const std::vector<int>& indexes) const {
   return out;
 }
 
+void TestCluster::EtcdStyle(int i, std::vector<std::string>* args) const {
+  const NodeInfo& self = node(i);
+  std::string peers;
+  for (int j = 0; j < size(); ++j) {
+    peers += fmt::format("{}{}=http://127.0.0.1:{}", peers.empty() ? "" : ",", node(j).name,
+                         node(j).peer_port);
+  }
+  const std::string client = fmt::format("http://127.0.0.1:{}", self.client_port);
+  const std::string peer = fmt::format("http://127.0.0.1:{}", self.peer_port);
+  auto set = [args](const std::string& flag, const std::string& value) {
+    auto it = std::find(args->begin(), args->end(), flag);
+    if (it != args->end()) {
+      *(it + 1) = value;
+    } else {
+      args->insert(args->end(), {flag, value});
+    }
+  };
+  auto drop = [args](const std::string& flag) {
+    auto it = std::find(args->begin(), args->end(), flag);
+    if (it != args->end()) args->erase(it, it + 2);
+  };
+  drop("--initial-cluster-clients");
+  set("--initial-cluster", peers);
+  set("--listen-client-urls", fmt::format("{},http://127.0.0.2:{}", client, self.client_port));
+  set("--listen-peer-urls", peer);
+  set("--advertise-client-urls", client);
+  set("--initial-advertise-peer-urls", peer);
+  set("--initial-cluster-state", "new");
+}
+
 std::vector<std::string> TestCluster::ArgsFor(int i) const {
   std::string peers, clients;
   for (int j = 0; j < size(); ++j) {
@@ -148,6 +179,7 @@ std::vector<std::string> TestCluster::ArgsFor(int i) const {
       "--initial-cluster-token",
       options_.cluster_token,
   };
+  if (options_.etcd_flags) EtcdStyle(i, &args);
   args.insert(args.end(), options_.extra_flags.begin(), options_.extra_flags.end());
   if (options_.node_flags) {
     std::vector<NodeInfo> infos;

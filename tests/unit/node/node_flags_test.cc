@@ -123,6 +123,48 @@ TEST_CASE("flags: --quota-backend-bytes as etcd's: 0 is 2 GiB, negative is none"
   CHECK(junk.parse_error.find("--quota-backend-bytes") != std::string::npos);
 }
 
+// etcd's flags as a deployment script passes them, with `listen` as --listen-client-urls.
+std::vector<std::string> EtcdArgs(const std::string& listen) {
+  return {"--name",
+          "n1",
+          "--data-dir",
+          "/tmp/epoch-flags-test-none",
+          "--initial-cluster",
+          "n1=http://127.0.0.1:2380,n2=http://127.0.0.1:2381,n3=http://127.0.0.1:2382",
+          "--listen-client-urls",
+          listen,
+          "--listen-peer-urls",
+          "http://127.0.0.1:2380"};
+}
+
+TEST_CASE("flags: etcd's flags alone, without --initial-cluster-clients",
+          "[server][config][flags]") {
+  const std::string two = "http://127.0.0.1:2379,http://127.0.0.2:2379";
+  Parsed p = Parse(With(EtcdArgs(two), {"--advertise-client-urls", "http://10.1.2.3:2379"}));
+  REQUIRE(p.parsed);
+  INFO(p.finished.ToString());
+  REQUIRE(p.finished.ok());
+  CHECK(p.config.listen_client.ToString() == "127.0.0.1:2379");
+  REQUIRE(p.config.listen_client_extra.size() == 1);
+  CHECK(p.config.listen_client_extra[0].ToString() == "127.0.0.2:2379");
+  for (const MemberInfo& m : p.config.members) {
+    // Its own client address is the advertised one; the others' are learned at run time.
+    CHECK(m.client.port == (m.name == "n1" ? 2379 : 0));
+    if (m.name == "n1") CHECK(m.client.host == "10.1.2.3");
+  }
+
+  Parsed listened = Parse(EtcdArgs(two));
+  REQUIRE(listened.finished.ok());
+  CHECK(listened.config.FindMember(listened.config.self_id())->client.ToString() ==
+        "127.0.0.1:2379");
+
+  Parsed wildcard = Parse(EtcdArgs("http://0.0.0.0:2379"));
+  CHECK(wildcard.finished.message().find("--advertise-client-urls is required") !=
+        std::string::npos);
+  Parsed bad = Parse(EtcdArgs("http://127.0.0.1:2379,nope"));
+  CHECK(bad.finished.message().find("--listen-client-urls") != std::string::npos);
+}
+
 TEST_CASE("flags: advertised addresses must be the member's own", "[server][config][flags]") {
   Parsed ok = Parse(With(BaseArgs(), {"--initial-advertise-peer-urls", "http://127.0.0.1:2380",
                                       "--advertise-client-urls", "http://127.0.0.1:2379"}));

@@ -113,6 +113,15 @@ struct StoreAlarm {
   friend auto operator<=>(const StoreAlarm&, const StoreAlarm&) = default;
 };
 
+// A member's attributes as it published them (InternalRequest.member_attributes).
+struct PublishedMember {
+  std::uint64_t id = 0;
+  std::string name;
+  std::vector<std::string> client_urls;
+  friend bool operator==(const PublishedMember&, const PublishedMember&) = default;
+};
+using PublishedMembers = std::vector<PublishedMember>;  // sorted by id
+
 class LatestCache;
 class KeyIndex;
 
@@ -189,6 +198,8 @@ class KvStore {
   [[nodiscard]] std::int64_t ApproximateSizeBytes() const;
   // The active alarms, sorted (Maintenance.Alarm GET, Status errors).
   [[nodiscard]] std::vector<StoreAlarm> Alarms() const;
+  // The members' published attributes (never null).
+  [[nodiscard]] std::shared_ptr<const PublishedMembers> Members() const;
   // Maintenance.Defragment: flushes, then compacts both column families whole, so that what
   // Compact and deletions removed leaves the disk. Any thread; blocks for the compaction.
   Status Defragment();
@@ -207,6 +218,8 @@ class KvStore {
     std::int64_t cluster_time_ms = 0;
     // Sorted, no duplicates. A NOSPACE alarm caps the store: requests that need space fail.
     std::vector<StoreAlarm> alarms;
+    // Shared, replaced whole when a member publishes (readers copy Meta: no deep copy per read).
+    std::shared_ptr<const PublishedMembers> members = std::make_shared<const PublishedMembers>();
   };
 
  private:

@@ -49,6 +49,8 @@ struct NodeConfig {
   std::string name;
   std::string data_dir;
   HostPort listen_client;
+  // More client listeners (--listen-client-urls with several URLs, as etcd's).
+  std::vector<HostPort> listen_client_extra;
   HostPort listen_peer;
   HostPort listen_metrics;  // port 0 = no metrics endpoint
   std::string cluster_token = "epoch-cluster";
@@ -92,11 +94,16 @@ struct NodeConfig {
 // Deterministic member ID: FNV-1a 64 of "token/name", never 0.
 [[nodiscard]] NodeId MemberIdFor(std::string_view cluster_token, std::string_view name);
 
-// Fills members from the two "name=host:port,..." lists (same names in both).
 // Fills peer_dial_override from "name=host:port,..." (after ParseInitialCluster): every name must
 // be another member of the cluster.
 [[nodiscard]] Status ParsePeerDialOverride(std::string_view text, NodeConfig* config);
 
+// "a:1,http://b:2": one or more host:port (ParseHostPort each); InvalidArgument if none.
+[[nodiscard]] Result<std::vector<HostPort>> ParseHostPortList(std::string_view text);
+
+// Fills members from the two "name=host:port,..." lists (same names in both). `clients` may be
+// empty: every member's client address but this one's is then learned from
+// the members' publications (NodeContext::ClientUrlsOf).
 [[nodiscard]] Status ParseInitialCluster(std::string_view peers, std::string_view clients,
                                          NodeConfig* config);
 

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "epoch/server/kv_store.h"
 #include "epoch/server/node_config.h"
@@ -49,6 +51,12 @@ class NodeContext {
   void SetSpaceQuota(SpaceQuota* quota) { space_quota_ = quota; }
 
   void FillHeader(etcdserverpb::ResponseHeader* header) const;
+
+  // A member's client URLs: what it published (src/published_members.h), else its
+  // --initial-cluster-clients entry as "http://host:port", else none (not published yet).
+  [[nodiscard]] std::vector<std::string> ClientUrlsOf(const MemberInfo& member) const;
+  // "host:port" to dial member `id`'s client endpoint (its first client URL), "" if unknown.
+  [[nodiscard]] std::string ClientAddressOf(NodeId id) const;
 
   [[nodiscard]] const NodeConfig& config() const { return config_; }
   [[nodiscard]] RaftDriver& driver() { return driver_; }

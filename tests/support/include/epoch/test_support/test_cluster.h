@@ -46,6 +46,10 @@ struct ClusterOptions {
   std::vector<std::string> extra_flags = {
       "--tick-ms", "10", "--heartbeat-ticks", "5", "--election-timeout-ticks", "15"};
   std::string cluster_token = "epoch-test";
+  // Start members with etcd's flags only, as an etcd deployment script would: http:// URLs,
+  // --advertise-client-urls, --initial-advertise-peer-urls, --initial-cluster-state new, client
+  // listeners on 127.0.0.1 and 127.0.0.2 — and no --initial-cluster-clients.
+  bool etcd_flags = false;
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
   // More flags for node `index`, asked each time it starts (e.g. the chaos suite's
   // --peer-dial-override, which differs per node). `nodes` describes every node.
@@ -146,6 +150,8 @@ class TestCluster {
 
   TestCluster(ClusterOptions options, PortBlock ports, std::string dir);
   [[nodiscard]] std::vector<std::string> ArgsFor(int i) const;
+  // ArgsFor with etcd's flags in place of Epoch's (ClusterOptions::etcd_flags).
+  void EtcdStyle(int i, std::vector<std::string>* args) const;
   // The leader every live node agrees on right now, if any.
   [[nodiscard]] std::optional<int> AgreedLeader(std::optional<int> not_index);
 
