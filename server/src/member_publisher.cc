@@ -10,37 +10,22 @@ MemberPublisher::MemberPublisher(NodeContext& node, std::vector<std::string> cli
                                  std::chrono::milliseconds retry)
     : node_(node),
       client_urls_(std::move(client_urls)),
-      retry_(retry),
-      timer_(node.read_pool().get_executor()) {}
+      attempts_(node.read_pool().get_executor(), retry, [this] {
+        if (Published()) return false;  // done for this start
+        Attempt();
+        return true;
+      }) {}
 
 MemberPublisher::~MemberPublisher() { Stop(); }
 
-void MemberPublisher::Start() {
-  std::lock_guard lock(mu_);
-  if (!stopped_) ScheduleLocked();
-}
+void MemberPublisher::Start() { attempts_.Start(); }
 
-void MemberPublisher::Stop() {
-  std::lock_guard lock(mu_);
-  stopped_ = true;
-  timer_.cancel();
-}
+void MemberPublisher::Stop() { attempts_.Stop(); }
 
 bool MemberPublisher::Published() const {
   std::shared_ptr<const PublishedMembers> members = node_.store().Members();
   const PublishedMember* self = FindPublished(*members, node_.config().self_id().value());
   return self != nullptr && self->client_urls == client_urls_ && self->name == node_.config().name;
-}
-
-void MemberPublisher::ScheduleLocked() {
-  timer_.expires_after(retry_);
-  timer_.async_wait([this](std::error_code ec) {
-    if (ec) return;
-    if (Published()) return;  // done for this start
-    Attempt();
-    std::lock_guard lock(mu_);
-    if (!stopped_) ScheduleLocked();
-  });
 }
 
 void MemberPublisher::Attempt() {

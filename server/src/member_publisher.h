@@ -6,14 +6,13 @@
 // Threading: thread-safe; runs on the node's read pool. Stop() before the pool is joined.
 #pragma once
 
-#include <asio.hpp>
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "epoch/server/node_context.h"
+#include "periodic_task.h"
 
 namespace epoch::server {
 
@@ -33,15 +32,11 @@ class MemberPublisher {
 
  private:
   void Attempt();
-  void ScheduleLocked();
 
   NodeContext& node_;
   const std::vector<std::string> client_urls_;
-  const std::chrono::milliseconds retry_;
   std::atomic<bool> proposing_{false};
-  std::mutex mu_;
-  bool stopped_ = false;      // guarded by mu_
-  asio::steady_timer timer_;  // guarded by mu_
+  PeriodicTask attempts_;  // last: stopped before the rest is destroyed
 };
 
 }  // namespace epoch::server

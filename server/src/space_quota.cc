@@ -22,32 +22,18 @@ SpaceQuota::SpaceQuota(NodeContext& node, std::int64_t quota_bytes,
                        std::chrono::milliseconds check_interval)
     : node_(node),
       quota_bytes_(quota_bytes > 0 ? quota_bytes : 0),
-      check_interval_(check_interval),
-      timer_(node.read_pool().get_executor()) {}
+      checks_(node.read_pool().get_executor(), check_interval, [this] {
+        Check();
+        return true;
+      }) {}
 
 SpaceQuota::~SpaceQuota() { Stop(); }
 
 void SpaceQuota::Start() {
-  if (quota_bytes_ == 0) return;
-  std::lock_guard lock(mu_);
-  if (!stopped_) ScheduleLocked();
+  if (quota_bytes_ > 0) checks_.Start();
 }
 
-void SpaceQuota::Stop() {
-  std::lock_guard lock(mu_);
-  stopped_ = true;
-  timer_.cancel();
-}
-
-void SpaceQuota::ScheduleLocked() {
-  timer_.expires_after(check_interval_);
-  timer_.async_wait([this](std::error_code ec) {
-    if (ec) return;
-    Check();
-    std::lock_guard lock(mu_);
-    if (!stopped_) ScheduleLocked();
-  });
-}
+void SpaceQuota::Stop() { checks_.Stop(); }
 
 std::int64_t SpaceQuota::SizeBytes() {
   const std::int64_t now = NowNs();

@@ -16,14 +16,13 @@
 // pool is joined.
 #pragma once
 
-#include <asio.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 
 #include "epoch/server/node_context.h"
+#include "periodic_task.h"
 
 namespace epoch::server {
 
@@ -53,20 +52,16 @@ class SpaceQuota {
   void Check();
   // Samples the store's size now (not cached).
   std::int64_t SampleNow();
-  void ScheduleLocked();
   // Proposes ACTIVATE NOSPACE for this member unless it is active or a proposal is pending.
   void Raise(std::int64_t size);
 
   NodeContext& node_;
   const std::int64_t quota_bytes_;
-  const std::chrono::milliseconds check_interval_;
   std::atomic<std::int64_t> size_bytes_{0};
   // steady_clock ns of the last sample; the first call samples (the clock starts at >= 0).
   std::atomic<std::int64_t> sampled_at_ns_{-kSampleEveryNs};
   std::atomic<bool> raising_{false};
-  std::mutex mu_;
-  bool stopped_ = false;      // guarded by mu_
-  asio::steady_timer timer_;  // guarded by mu_
+  PeriodicTask checks_;  // last: stopped before the rest is destroyed
 };
 
 }  // namespace epoch::server
