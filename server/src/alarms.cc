@@ -28,12 +28,24 @@ std::size_t TxnCost(const pb::TxnRequest& txn) {
 }  // namespace
 
 std::size_t SpaceCost(const v1::InternalRequest& request) {
+  // Every kind listed (no default): a new request kind must say whether it needs space.
   switch (request.request_case()) {
     case v1::InternalRequest::kPut: return request.put().ByteSizeLong() + kPutOverhead;
     case v1::InternalRequest::kTxn: return TxnCost(request.txn());
     case v1::InternalRequest::kLeaseGrant: return kLeaseOverhead;
-    default: return 0;
+    // A job acquisition writes a key (fenced jobs are a later issue; refused until then).
+    case v1::InternalRequest::kJobAcquire: return request.ByteSizeLong() + kPutOverhead;
+    case v1::InternalRequest::kDeleteRange:
+    case v1::InternalRequest::kCompaction:
+    case v1::InternalRequest::kLeaseRevoke:
+    case v1::InternalRequest::kLeaseCheckpoint:
+    case v1::InternalRequest::kClockTick:
+    case v1::InternalRequest::kJobRelease:
+    case v1::InternalRequest::kAlarm:
+    case v1::InternalRequest::kMemberAttributes:
+    case v1::InternalRequest::REQUEST_NOT_SET: return 0;
   }
+  return 0;
 }
 
 bool HasAlarm(const std::vector<StoreAlarm>& alarms, pb::AlarmType type) {
