@@ -33,17 +33,20 @@ endpoints() {
   echo "$out"
 }
 
+# etcd's flags, as an etcd deployment would pass them: members learn each other's client URLs
+# from what each advertises (server/README.md "epochd flags").
 start_node() {
-  local i=$1 peers="" clients="" j
+  local i=$1 peers="" j client peer
   for ((j = 0; j < nodes; j++)); do
-    peers+="${peers:+,}n$((j + 1))=127.0.0.1:$(peer_port $j)"
-    clients+="${clients:+,}n$((j + 1))=127.0.0.1:$(client_port $j)"
+    peers+="${peers:+,}n$((j + 1))=http://127.0.0.1:$(peer_port $j)"
   done
+  client="http://127.0.0.1:$(client_port "$i")"
+  peer="http://127.0.0.1:$(peer_port "$i")"
   "$epochd" --name "n$((i + 1))" --data-dir "$dir/n$((i + 1))" \
-    --listen-client-urls "127.0.0.1:$(client_port "$i")" \
-    --listen-peer-urls "127.0.0.1:$(peer_port "$i")" \
+    --listen-client-urls "$client" --advertise-client-urls "$client" \
+    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
     --listen-metrics-urls "127.0.0.1:$(metrics_port "$i")" \
-    --initial-cluster "$peers" --initial-cluster-clients "$clients" \
+    --initial-cluster "$peers" \
     >>"$dir/n$((i + 1)).log" 2>&1 &
   echo $! >"$dir/n$((i + 1)).pid"
   disown $! 2>/dev/null || true
