@@ -1,7 +1,8 @@
 // PeriodicTask: calls `tick` every `interval` on an executor, from Start() until Stop() or until
-// `tick` returns false. A tick never starts after Stop() has returned (a timer that had already
-// fired sees the stopped flag), so the owner may be destroyed once the executor's queued work has
-// run (the node joins its read pool before destroying what uses it).
+// `tick` returns false. A tick runs under the task's lock, so once Stop() has returned no tick is
+// running and none will start: the owner may be destroyed once the executor's queued work has run
+// (the node joins its read pool before destroying what uses it). A tick must therefore not call
+// Start() or Stop() itself, and must not block.
 //
 // Threading: Start/Stop from any thread; ticks run on the executor, one at a time.
 #pragma once
@@ -38,16 +39,11 @@ class PeriodicTask {
   void ScheduleLocked() {
     timer_.expires_after(interval_);
     timer_.async_wait([this](std::error_code ec) {
-      if (ec || Stopped()) return;
-      if (!tick_()) return;
+      if (ec) return;
       std::lock_guard lock(mu_);
-      if (!stopped_) ScheduleLocked();
+      if (stopped_ || !tick_()) return;
+      ScheduleLocked();
     });
-  }
-
-  bool Stopped() {
-    std::lock_guard lock(mu_);
-    return stopped_;
   }
 
   const std::chrono::milliseconds interval_;
