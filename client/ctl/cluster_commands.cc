@@ -200,19 +200,15 @@ Status RunMoveLeader(Ctl& ctl, const std::string& target_hex) {
   return Status::Ok();
 }
 
-Status RunAlarmList(Ctl& ctl) {
-  Result<client::Client*> client = ctl.GetClient();
-  if (!client.ok()) return client.status();
-  etcdserverpb::AlarmRequest request;
-  request.set_action(etcdserverpb::AlarmRequest::GET);
-  Result<etcdserverpb::AlarmResponse> r = client::Alarm(**client, request, ctl.Call());
-  if (!r.ok()) return r.status();
+// Alarms as etcdctl prints them (list and disarm share the display): JSON, a table, or one
+// "memberID:<id> alarm:<type>" line each.
+void PrintAlarms(Ctl& ctl, const etcdserverpb::AlarmResponse& r) {
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*r) << "\n";
-    return Status::Ok();
+    ctl.out() << Json(r) << "\n";
+    return;
   }
   std::vector<std::vector<std::string>> rows;
-  for (const auto& alarm : r->alarms()) {
+  for (const auto& alarm : r.alarms()) {
     rows.push_back({std::to_string(alarm.memberid()), etcdserverpb::AlarmType_Name(alarm.alarm())});
   }
   if (ctl.format() == OutputFormat::kTable) {
@@ -220,6 +216,16 @@ Status RunAlarmList(Ctl& ctl) {
   } else {
     for (const auto& row : rows) ctl.out() << fmt::format("memberID:{} alarm:{}\n", row[0], row[1]);
   }
+}
+
+Status RunAlarmList(Ctl& ctl) {
+  Result<client::Client*> client = ctl.GetClient();
+  if (!client.ok()) return client.status();
+  etcdserverpb::AlarmRequest request;
+  request.set_action(etcdserverpb::AlarmRequest::GET);
+  Result<etcdserverpb::AlarmResponse> r = client::Alarm(**client, request, ctl.Call());
+  if (!r.ok()) return r.status();
+  PrintAlarms(ctl, *r);
   return Status::Ok();
 }
 
@@ -242,14 +248,7 @@ Status RunAlarmDisarm(Ctl& ctl) {
     for (const auto& a : r->alarms()) *cleared.add_alarms() = a;
     *cleared.mutable_header() = r->header();
   }
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(cleared) << "\n";
-    return Status::Ok();
-  }
-  for (const auto& a : cleared.alarms()) {
-    ctl.out() << fmt::format("memberID:{} alarm:{}\n", a.memberid(),
-                             etcdserverpb::AlarmType_Name(a.alarm()));
-  }
+  PrintAlarms(ctl, cleared);
   return Status::Ok();
 }
 

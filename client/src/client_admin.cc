@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include "epoch/client/admin.h"
 #include "epoch/client/errors.h"
@@ -51,16 +52,15 @@ Status Unsupported(std::string_view what, const grpc::Status& status) {
                   what, status.error_message().empty() ? "" : ": ", status.error_message()));
 }
 
-// One pass over the endpoints from the preferred one. `fn(channel, context, response)`.
+// One pass over `count` endpoints from endpoint `first`. `fn(channel, context, response)`.
 // Reads move on after transient failures; writes only when nothing was sent.
 template <typename Response, typename Fn>
-Result<Response> CallOnEndpoints(Client& client, std::string_view what, bool idempotent,
-                                 const CallOptions& call, Fn&& fn) {
+Result<Response> CallFrom(Client& client, std::string_view what, bool idempotent,
+                          const CallOptions& call, std::size_t first, std::size_t count, Fn&& fn) {
   const SteadyTime deadline = DeadlineOf(client, call);
   const std::size_t n = client.endpoints().size();
-  const std::size_t first = client.preferred_endpoint();
   Status last = Status::Unavailable(fmt::format("{}: no endpoint could be connected", what));
-  for (std::size_t k = 0; k < n; ++k) {
+  for (std::size_t k = 0; k < count; ++k) {
     if (call.stop.stop_requested()) return Status::Aborted(fmt::format("{}: cancelled", what));
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::Timeout("deadline exceeded: " + last.ToString());
@@ -89,6 +89,14 @@ Result<Response> CallOnEndpoints(Client& client, std::string_view what, bool ide
   return last;
 }
 
+// CallFrom over every endpoint, starting at the preferred one.
+template <typename Response, typename Fn>
+Result<Response> CallOnEndpoints(Client& client, std::string_view what, bool idempotent,
+                                 const CallOptions& call, Fn&& fn) {
+  return CallFrom<Response>(client, what, idempotent, call, client.preferred_endpoint(),
+                            client.endpoints().size(), std::forward<Fn>(fn));
+}
+
 }  // namespace
 
 Result<etcdserverpb::AlarmResponse> Alarm(Client& client, const etcdserverpb::AlarmRequest& request,
@@ -102,26 +110,13 @@ Result<etcdserverpb::AlarmResponse> Alarm(Client& client, const etcdserverpb::Al
 
 Result<etcdserverpb::DefragmentResponse> Defragment(Client& client, std::size_t endpoint,
                                                     const CallOptions& call) {
-  const SteadyTime deadline = DeadlineOf(client, call);
-  const std::string& target = client.endpoints().at(endpoint);
-  if (!Connect(client, endpoint, deadline, call.stop)) {
-    return Status::Unavailable("Defragment: cannot connect to " + target);
-  }
-  grpc::ClientContext context;
-  context.set_deadline(ToSystem(deadline));
-  etcdserverpb::DefragmentResponse response;
-  grpc::Status result;
-  {
-    std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
-    result = etcdserverpb::Maintenance::NewStub(client.Channel(endpoint))
-                 ->Defragment(&context, etcdserverpb::DefragmentRequest(), &response);
-  }
-  if (result.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-    return Unsupported("Defragment", result);
-  }
-  Classified c = internal::Classify(result);
-  if (c.disposition == Disposition::kOk) return response;
-  return c.status.Annotate("Defragment on " + target);
+  // Exactly this endpoint: a member's defragmentation is its own. Repeating one is harmless.
+  return CallFrom<etcdserverpb::DefragmentResponse>(
+      client, "Defragment", /*idempotent=*/true, call, endpoint, 1,
+      [](auto channel, grpc::ClientContext* c, auto* r) {
+        return etcdserverpb::Maintenance::NewStub(channel)->Defragment(
+            c, etcdserverpb::DefragmentRequest(), r);
+      });
 }
 
 Result<etcdserverpb::MoveLeaderResponse> MoveLeader(Client& client, std::uint64_t target_member_id,

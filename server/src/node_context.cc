@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "alarms.h"
 #include "epoch/server/etcd_errors.h"
 #include "leader_forwarder.h"
 #include "peer_forwarder.h"
@@ -38,7 +37,7 @@ NodeContext::~NodeContext() = default;
 
 void NodeContext::Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
                         WriteCallback done) {
-  if (space_quota_ != nullptr && !space_quota_->Admit(SpaceCost(request))) {
+  if (space_quota_ != nullptr && !space_quota_->Admit(request)) {
     return done(etcd_errors::kNoSpace.ToStatus(), {});
   }
   auto wait = std::min(
@@ -106,10 +105,14 @@ std::vector<std::string> NodeContext::ClientUrlsOf(const MemberInfo& member) con
 }
 
 std::string NodeContext::ClientAddressOf(NodeId id) const {
+  // On every forwarded lease call: no copy of the URL list.
   const MemberInfo* member = config_.FindMember(id);
   if (member == nullptr) return "";
-  std::vector<std::string> urls = ClientUrlsOf(*member);
-  return urls.empty() ? "" : DialTarget(urls.front());
+  std::shared_ptr<const PublishedMembers> published = store_.Members();
+  if (const PublishedMember* p = FindPublished(*published, id.value())) {
+    return DialTarget(p->client_urls.front());
+  }
+  return member->client.port == 0 ? "" : member->client.ToString();
 }
 
 void NodeContext::FillHeader(etcdserverpb::ResponseHeader* header) const {

@@ -53,8 +53,10 @@ std::int64_t SpaceQuota::SampleNow() {
   return size;
 }
 
-bool SpaceQuota::Admit(std::size_t cost) {
-  if (quota_bytes_ == 0 || cost == 0) return true;
+bool SpaceQuota::Admit(const v1::InternalRequest& request) {
+  if (quota_bytes_ == 0) return true;
+  const std::size_t cost = SpaceCost(request);
+  if (cost == 0) return true;
   const auto fits = [&](std::int64_t size) {
     return size + static_cast<std::int64_t>(cost) < quota_bytes_;
   };

@@ -40,9 +40,10 @@ class SpaceQuota {
 
   static constexpr std::int64_t kSampleEveryNs = 100'000'000;
 
-  // Whether a request that adds about `cost` bytes may be proposed. When not, this member's
-  // NOSPACE alarm is being raised.
-  bool Admit(std::size_t cost);
+  // Whether `request` may be proposed: it needs no space (SpaceCost 0), or its cost fits under
+  // the quota. When not, this member's NOSPACE alarm is being raised. Without a quota the
+  // request is not even measured.
+  bool Admit(const v1::InternalRequest& request);
 
   [[nodiscard]] std::int64_t quota_bytes() const { return quota_bytes_; }
   // The store's size, sampled at most every 100 ms.
