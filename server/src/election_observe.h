@@ -23,13 +23,14 @@
 #include <string>
 #include <vector>
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "recipe_wait.h"
 #include "v3electionpb/v3election.pb.h"
 
 namespace epoch::server {
 
-class ObserveStream final : public grpc::ServerWriteReactor<v3electionpb::LeaderResponse>,
+class ObserveStream final : public rpc::WriteReactor<v3electionpb::LeaderResponse>,
                             public std::enable_shared_from_this<ObserveStream> {
  public:
   // Creates the stream, subscribes and starts the first read. Owns itself until OnDone.

@@ -96,9 +96,9 @@ void Campaigned(const std::shared_ptr<CampaignAttempt>& a, const pb::TxnResponse
 
 }  // namespace
 
-grpc::ServerUnaryReactor* ElectionService::Campaign(grpc::CallbackServerContext* ctx,
-                                                    const epb::CampaignRequest* request,
-                                                    epb::CampaignResponse* response) {
+rpc::UnaryReactor* ElectionService::Campaign(rpc::CallContext* ctx,
+                                             const epb::CampaignRequest* request,
+                                             epb::CampaignResponse* response) {
   std::shared_ptr<RecipeCall> call = RecipeCall::Create(ctx);
   auto attempt = std::make_shared<CampaignAttempt>(CampaignAttempt{
       node_, feed_, call, response, request->name(), request->value(), {}, 0, Revision(0), {}});
@@ -124,10 +124,10 @@ grpc::ServerUnaryReactor* ElectionService::Campaign(grpc::CallbackServerContext*
   return call->reactor();
 }
 
-grpc::ServerUnaryReactor* ElectionService::Proclaim(grpc::CallbackServerContext* ctx,
-                                                    const epb::ProclaimRequest* request,
-                                                    epb::ProclaimResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* ElectionService::Proclaim(rpc::CallContext* ctx,
+                                             const epb::ProclaimRequest* request,
+                                             epb::ProclaimResponse* response) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   if (!request->has_leader()) {
     reactor->Finish(MissingLeaderKey());
     return reactor;
@@ -152,10 +152,9 @@ grpc::ServerUnaryReactor* ElectionService::Proclaim(grpc::CallbackServerContext*
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ElectionService::Resign(grpc::CallbackServerContext* ctx,
-                                                  const epb::ResignRequest* request,
-                                                  epb::ResignResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* ElectionService::Resign(rpc::CallContext* ctx, const epb::ResignRequest* request,
+                                           epb::ResignResponse* response) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   if (!request->has_leader()) {
     reactor->Finish(MissingLeaderKey());
     return reactor;
@@ -170,10 +169,9 @@ grpc::ServerUnaryReactor* ElectionService::Resign(grpc::CallbackServerContext* c
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ElectionService::Leader(grpc::CallbackServerContext* ctx,
-                                                  const epb::LeaderRequest* request,
-                                                  epb::LeaderResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* ElectionService::Leader(rpc::CallContext* ctx, const epb::LeaderRequest* request,
+                                           epb::LeaderResponse* response) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   recipe::LinearizableRange(node_, recipe::FirstCreate(request->name() + "/"),
                             [reactor, response](const grpc::Status& s, const pb::RangeResponse& r) {
                               if (!s.ok()) return reactor->Finish(s);
@@ -185,9 +183,27 @@ grpc::ServerUnaryReactor* ElectionService::Leader(grpc::CallbackServerContext* c
   return reactor;
 }
 
-grpc::ServerWriteReactor<epb::LeaderResponse>* ElectionService::Observe(
-    grpc::CallbackServerContext*, const epb::LeaderRequest* request) {
+rpc::WriteReactor<epb::LeaderResponse>* ElectionService::Observe(
+    rpc::CallContext*, const epb::LeaderRequest* request) {
   return ObserveStream::Start(node_, feed_, request->name() + "/");
+}
+
+void ElectionService::Register(rpc::Server& server) {
+  using Async = v3electionpb::Election::AsyncService;
+  server.Unary(this, &Async::RequestCampaign,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Campaign(c, q, r); },
+               {.pending = 2, .notify_cancel = true});
+  server.Unary(this, &Async::RequestProclaim,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Proclaim(c, q, r); },
+               {.pending = 2});
+  server.Unary(this, &Async::RequestLeader,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Leader(c, q, r); },
+               {.pending = 2});
+  server.ServerStream(this, &Async::RequestObserve,
+                      [this](rpc::CallContext* c, const auto* q) { return Observe(c, q); });
+  server.Unary(this, &Async::RequestResign,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Resign(c, q, r); },
+               {.pending = 2});
 }
 
 }  // namespace epoch::server

@@ -27,6 +27,7 @@
 // Threading: gRPC's callback API; no handler thread is held while waiting or observing.
 #pragma once
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "recipe_wait.h"
 #include "v3electionpb/v3election.grpc.pb.h"
@@ -35,24 +36,23 @@ namespace epoch::server {
 
 inline constexpr std::size_t kObserveQueueMax = 1024;
 
-class ElectionService final : public v3electionpb::Election::CallbackService {
+class ElectionService final : public v3electionpb::Election::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   ElectionService(NodeContext& node, RecipeEventFeed& feed) : node_(node), feed_(feed) {}
 
-  grpc::ServerUnaryReactor* Campaign(grpc::CallbackServerContext* ctx,
-                                     const v3electionpb::CampaignRequest* request,
-                                     v3electionpb::CampaignResponse* response) override;
-  grpc::ServerUnaryReactor* Proclaim(grpc::CallbackServerContext* ctx,
-                                     const v3electionpb::ProclaimRequest* request,
-                                     v3electionpb::ProclaimResponse* response) override;
-  grpc::ServerUnaryReactor* Leader(grpc::CallbackServerContext* ctx,
-                                   const v3electionpb::LeaderRequest* request,
-                                   v3electionpb::LeaderResponse* response) override;
-  grpc::ServerWriteReactor<v3electionpb::LeaderResponse>* Observe(
-      grpc::CallbackServerContext* ctx, const v3electionpb::LeaderRequest* request) override;
-  grpc::ServerUnaryReactor* Resign(grpc::CallbackServerContext* ctx,
-                                   const v3electionpb::ResignRequest* request,
-                                   v3electionpb::ResignResponse* response) override;
+  rpc::UnaryReactor* Campaign(rpc::CallContext* ctx, const v3electionpb::CampaignRequest* request,
+                              v3electionpb::CampaignResponse* response);
+  rpc::UnaryReactor* Proclaim(rpc::CallContext* ctx, const v3electionpb::ProclaimRequest* request,
+                              v3electionpb::ProclaimResponse* response);
+  rpc::UnaryReactor* Leader(rpc::CallContext* ctx, const v3electionpb::LeaderRequest* request,
+                            v3electionpb::LeaderResponse* response);
+  rpc::WriteReactor<v3electionpb::LeaderResponse>* Observe(
+      rpc::CallContext* ctx, const v3electionpb::LeaderRequest* request);
+  rpc::UnaryReactor* Resign(rpc::CallContext* ctx, const v3electionpb::ResignRequest* request,
+                            v3electionpb::ResignResponse* response);
 
  private:
   NodeContext& node_;

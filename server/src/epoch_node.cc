@@ -10,6 +10,7 @@
 #include <latch>
 #include <thread>
 
+#include "async_rpc.h"
 #include "disk_failpoint.h"
 #include "election_service.h"
 #include "epoch/raft/conf_change.h"
@@ -132,6 +133,7 @@ class EpochNode::Impl {
   std::unique_ptr<NodeContext> context_;
   std::unique_ptr<SpaceQuota> space_quota_;     // after context_: destroyed before it
   std::unique_ptr<MemberPublisher> publisher_;  // after context_: destroyed before it
+  std::unique_ptr<rpc::Server> rpc_server_;     // the services' completion queues and threads
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
   std::unique_ptr<ClusterService> cluster_service_;
@@ -376,7 +378,18 @@ Status EpochNode::Impl::StartNetwork() {
   builder.RegisterService(watch_service_.get());
   builder.RegisterService(lock_service_.get());
   builder.RegisterService(election_service_.get());
+  rpc_server_ = std::make_unique<rpc::Server>(config_.grpc_threads);
+  kv_service_->Register(*rpc_server_);
+  maintenance_service_->Register(*rpc_server_);
+  cluster_service_->Register(*rpc_server_);
+  etcd_lease_service_->Register(*rpc_server_);
+  v1_lease_service_->Register(*rpc_server_);
+  watch_service_->Register(*rpc_server_);
+  lock_service_->Register(*rpc_server_);
+  election_service_->Register(*rpc_server_);
+  rpc_server_->AddTo(builder);
   grpc_server_ = builder.BuildAndStart();
+  if (grpc_server_) rpc_server_->Start(&context_->client_queue());
   if (!grpc_server_ || client_port_ == 0) {
     return Status::IOError(
         fmt::format("cannot serve clients on {}", config_.listen_client.ToString()));
@@ -449,6 +462,8 @@ void EpochNode::Impl::Shutdown() {
   threads_.clear();
   if (snapshots_) snapshots_->Stop();
   read_pool_.join();
+  // Last: every component that may still finish a call has stopped.
+  if (rpc_server_) rpc_server_->Stop();
   disk_failpoint_.reset();  // a stalled fdatasync must not hang the close
   if (wal_) {
     Status s = wal_->Close();

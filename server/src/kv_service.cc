@@ -7,17 +7,16 @@
 namespace epoch::server {
 namespace {
 
-bool IsForwarded(const grpc::CallbackServerContext* ctx) {
+bool IsForwarded(const rpc::CallContext* ctx) {
   return ctx->client_metadata().count(kForwardedMetadata) > 0;
 }
 
 }  // namespace
 
 template <typename Response, typename Extract>
-grpc::ServerUnaryReactor* KvService::WriteThroughLog(grpc::CallbackServerContext* ctx,
-                                                     v1::InternalRequest request,
-                                                     Response* response, Extract extract) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* KvService::WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
+                                              Response* response, Extract extract) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   Status size = ValidateRequestSize(request.ByteSizeLong(), node_.config().limits);
   if (!size.ok()) {
     reactor->Finish(ToGrpc(size));
@@ -38,10 +37,10 @@ grpc::ServerUnaryReactor* KvService::WriteThroughLog(grpc::CallbackServerContext
   return reactor;
 }
 
-grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* ctx,
-                                           const etcdserverpb::RangeRequest* request,
-                                           etcdserverpb::RangeResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* KvService::Range(rpc::CallContext* ctx,
+                                    const etcdserverpb::RangeRequest* request,
+                                    etcdserverpb::RangeResponse* response) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   Status valid = ValidateRange(*request);
   if (!valid.ok()) {
     reactor->Finish(ToGrpc(valid));
@@ -63,9 +62,8 @@ grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* ctx,
   return reactor;
 }
 
-grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
-                                         const etcdserverpb::PutRequest* request,
-                                         etcdserverpb::PutResponse* response) {
+rpc::UnaryReactor* KvService::Put(rpc::CallContext* ctx, const etcdserverpb::PutRequest* request,
+                                  etcdserverpb::PutResponse* response) {
   Status valid = ValidatePut(*request);
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
@@ -78,9 +76,9 @@ grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* ctx,
                          [](const v1::InternalResponse& r) { return r.put(); });
 }
 
-grpc::ServerUnaryReactor* KvService::DeleteRange(grpc::CallbackServerContext* ctx,
-                                                 const etcdserverpb::DeleteRangeRequest* request,
-                                                 etcdserverpb::DeleteRangeResponse* response) {
+rpc::UnaryReactor* KvService::DeleteRange(rpc::CallContext* ctx,
+                                          const etcdserverpb::DeleteRangeRequest* request,
+                                          etcdserverpb::DeleteRangeResponse* response) {
   Status valid = ValidateDeleteRange(*request);
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
@@ -93,9 +91,8 @@ grpc::ServerUnaryReactor* KvService::DeleteRange(grpc::CallbackServerContext* ct
                          [](const v1::InternalResponse& r) { return r.delete_range(); });
 }
 
-grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
-                                         const etcdserverpb::TxnRequest* request,
-                                         etcdserverpb::TxnResponse* response) {
+rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::TxnRequest* request,
+                                  etcdserverpb::TxnResponse* response) {
   Status valid = ValidateTxn(*request, node_.config().limits);
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
@@ -104,7 +101,7 @@ grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
   }
   if (IsReadOnlyTxn(*request)) {
     // No writes: a linearizable read, without a log entry (as etcd does).
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    rpc::UnaryReactor* reactor = ctx->DefaultReactor();
     node_.ReadBarrier(false, [this, reactor, request, response](const Status& s) {
       if (!s.ok()) return reactor->Finish(ToGrpc(s));
       Result<etcdserverpb::TxnResponse> result = node_.store().ReadOnlyTxn(*request);
@@ -121,13 +118,32 @@ grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* ctx,
                          [](const v1::InternalResponse& r) { return r.txn(); });
 }
 
-grpc::ServerUnaryReactor* KvService::Compact(grpc::CallbackServerContext* ctx,
-                                             const etcdserverpb::CompactionRequest* request,
-                                             etcdserverpb::CompactionResponse* response) {
+rpc::UnaryReactor* KvService::Compact(rpc::CallContext* ctx,
+                                      const etcdserverpb::CompactionRequest* request,
+                                      etcdserverpb::CompactionResponse* response) {
   v1::InternalRequest internal;
   *internal.mutable_compaction() = *request;
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.compaction(); });
+}
+
+void KvService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::KV::AsyncService;
+  server.Unary(this, &Async::RequestRange,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Range(c, q, r); },
+               {.pending = 32});
+  server.Unary(this, &Async::RequestPut,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Put(c, q, r); },
+               {.pending = 32});
+  server.Unary(this, &Async::RequestDeleteRange,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return DeleteRange(c, q, r); },
+               {.pending = 8});
+  server.Unary(this, &Async::RequestTxn,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Txn(c, q, r); },
+               {.pending = 32});
+  server.Unary(this, &Async::RequestCompact,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Compact(c, q, r); },
+               {.pending = 2});
 }
 
 }  // namespace epoch::server

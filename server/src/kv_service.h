@@ -4,38 +4,37 @@
 // are validated here (bad input never reaches the log) and then written through the log.
 #pragma once
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::server {
 
-class KvService final : public etcdserverpb::KV::CallbackService {
+class KvService final : public etcdserverpb::KV::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   explicit KvService(NodeContext& node) : node_(node) {}
 
-  grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* ctx,
-                                  const etcdserverpb::RangeRequest* request,
-                                  etcdserverpb::RangeResponse* response) override;
-  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx,
-                                const etcdserverpb::PutRequest* request,
-                                etcdserverpb::PutResponse* response) override;
-  grpc::ServerUnaryReactor* DeleteRange(grpc::CallbackServerContext* ctx,
-                                        const etcdserverpb::DeleteRangeRequest* request,
-                                        etcdserverpb::DeleteRangeResponse* response) override;
-  grpc::ServerUnaryReactor* Txn(grpc::CallbackServerContext* ctx,
-                                const etcdserverpb::TxnRequest* request,
-                                etcdserverpb::TxnResponse* response) override;
-  grpc::ServerUnaryReactor* Compact(grpc::CallbackServerContext* ctx,
-                                    const etcdserverpb::CompactionRequest* request,
-                                    etcdserverpb::CompactionResponse* response) override;
+  rpc::UnaryReactor* Range(rpc::CallContext* ctx, const etcdserverpb::RangeRequest* request,
+                           etcdserverpb::RangeResponse* response);
+  rpc::UnaryReactor* Put(rpc::CallContext* ctx, const etcdserverpb::PutRequest* request,
+                         etcdserverpb::PutResponse* response);
+  rpc::UnaryReactor* DeleteRange(rpc::CallContext* ctx,
+                                 const etcdserverpb::DeleteRangeRequest* request,
+                                 etcdserverpb::DeleteRangeResponse* response);
+  rpc::UnaryReactor* Txn(rpc::CallContext* ctx, const etcdserverpb::TxnRequest* request,
+                         etcdserverpb::TxnResponse* response);
+  rpc::UnaryReactor* Compact(rpc::CallContext* ctx, const etcdserverpb::CompactionRequest* request,
+                             etcdserverpb::CompactionResponse* response);
 
  private:
   // Validates, proposes (or forwards) `request`, and finishes `reactor` with `extract` applied to
   // the response computed at apply time.
   template <typename Response, typename Extract>
-  grpc::ServerUnaryReactor* WriteThroughLog(grpc::CallbackServerContext* ctx,
-                                            v1::InternalRequest request, Response* response,
-                                            Extract extract);
+  rpc::UnaryReactor* WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
+                                     Response* response, Extract extract);
 
   NodeContext& node_;
 };

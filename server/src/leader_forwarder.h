@@ -38,10 +38,11 @@ class LeaderForwarder {
  public:
   using Callback = std::function<void(const Status&, const v1::InternalResponse&)>;
 
-  explicit LeaderForwarder(LeaseForwarder::AddressOf address_of) : leases_(std::move(address_of)) {}
+  LeaderForwarder(rpc::ClientQueue& queue, LeaseForwarder::AddressOf address_of)
+      : leases_(queue, std::move(address_of)) {}
 
-  // `done` runs on a gRPC client thread. Lease grants and revokes go through LeaseForwarder;
-  // requests of any other kind fail with "etcdserver: not leader".
+  // `done` runs on a gRPC server thread (rpc::ClientQueue). Lease grants and revokes go through
+  // LeaseForwarder; requests of any other kind fail with "etcdserver: not leader".
   void Forward(NodeId leader, const v1::InternalRequest& request,
                std::chrono::system_clock::time_point deadline, Callback done);
 

@@ -7,27 +7,48 @@
 namespace epoch::server {
 namespace {
 
-// One unary call in flight; deletes itself when it completes.
-template <typename Request, typename Response>
-struct Call {
+// One unary call in flight; deletes itself when it completes (on a completion-queue thread).
+template <typename Response>
+class ClientCall final : public rpc::detail::Tag {
+ public:
+  using Callback = std::function<void(const Status&, const Response&)>;
+  ClientCall(std::shared_ptr<void> stub, Callback done)
+      : stub_(std::move(stub)), done_(std::move(done)) {}
+
   grpc::ClientContext context;
-  Request request;
   Response response;
+  grpc::Status status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> reader;
+
+  void Done(bool /*ok*/) override {
+    Callback done = std::move(done_);
+    Response response_copy = std::move(response);
+    const Status s = FromForwardedStatus(status);
+    delete this;
+    done(s, response_copy);
+  }
+
+ private:
+  std::shared_ptr<void> stub_;  // the stub outlives its call
+  Callback done_;
 };
 
-template <typename Request, typename Response, typename Invoke, typename Done>
-void StartCall(Request request, std::chrono::system_clock::time_point deadline, Invoke invoke,
-               Done done) {
-  auto* call = new Call<Request, Response>();
-  call->request = std::move(request);
+// `prepare(context, cq)` is the stub's PrepareAsyncX bound to its request.
+template <typename Response, typename Prepare>
+void StartCall(rpc::ClientQueue& queue, std::shared_ptr<void> stub,
+               std::chrono::system_clock::time_point deadline, Prepare prepare,
+               std::function<void(const Status&, const Response&)> done) {
+  auto* call = new ClientCall<Response>(std::move(stub), std::move(done));
   call->context.set_deadline(deadline);
   call->context.AddMetadata(kForwardedMetadata, "1");
-  invoke(&call->context, &call->request, &call->response,
-         [call, done = std::move(done)](grpc::Status s) mutable {
-           Response response = std::move(call->response);
-           delete call;
-           done(FromForwardedStatus(s), response);
-         });
+  const bool started = queue.Run([&](grpc::CompletionQueue* cq) {
+    call->reader = prepare(&call->context, cq);
+    call->reader->StartCall();
+    call->reader->Finish(&call->response, &call->status, call);
+  });
+  if (started) return;
+  call->status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "etcdserver: server stopped");
+  call->Done(false);
 }
 
 }  // namespace
@@ -68,14 +89,12 @@ void LeaseForwarder::Renew(NodeId leader, LeaseId id,
   auto stub = std::shared_ptr<v1::Lease::Stub>(v1::Lease::NewStub(channel));
   v1::LeaseKeepAliveRequest request;
   request.set_id(id.value());
-  StartCall<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>(
-      std::move(request), deadline,
-      [stub](grpc::ClientContext* c, const v1::LeaseKeepAliveRequest* q,
-             v1::LeaseKeepAliveResponse* r,
-             std::function<void(grpc::Status)> f) { stub->async()->Renew(c, q, r, std::move(f)); },
-      [stub, done = std::move(done)](const Status& s, const v1::LeaseKeepAliveResponse& r) {
-        done(s, r);
-      });
+  StartCall<v1::LeaseKeepAliveResponse>(
+      queue_, stub, deadline,
+      [stub, request](grpc::ClientContext* c, grpc::CompletionQueue* cq) {
+        return stub->PrepareAsyncRenew(c, request, cq);
+      },
+      std::move(done));
 }
 
 void LeaseForwarder::ForwardWrite(NodeId leader, const v1::InternalRequest& request,
@@ -88,13 +107,12 @@ void LeaseForwarder::ForwardWrite(NodeId leader, const v1::InternalRequest& requ
     v1::LeaseGrantRequest grant;
     grant.set_id(request.lease_grant().id());
     grant.set_ttl_ms(request.lease_grant().ttl_ms());
-    return StartCall<v1::LeaseGrantRequest, v1::LeaseGrantResponse>(
-        std::move(grant), deadline,
-        [stub](grpc::ClientContext* c, const v1::LeaseGrantRequest* q, v1::LeaseGrantResponse* r,
-               std::function<void(grpc::Status)> f) {
-          stub->async()->Grant(c, q, r, std::move(f));
+    return StartCall<v1::LeaseGrantResponse>(
+        queue_, stub, deadline,
+        [stub, grant](grpc::ClientContext* c, grpc::CompletionQueue* cq) {
+          return stub->PrepareAsyncGrant(c, grant, cq);
         },
-        [stub, done = std::move(done)](const Status& s, const v1::LeaseGrantResponse& r) {
+        [done = std::move(done)](const Status& s, const v1::LeaseGrantResponse& r) {
           v1::InternalResponse out;
           if (s.ok()) {
             v1::LeaseGrantResult* g = out.mutable_lease_grant();
@@ -108,14 +126,12 @@ void LeaseForwarder::ForwardWrite(NodeId leader, const v1::InternalRequest& requ
   }
   if (request.has_lease_revoke()) {
     auto stub = std::shared_ptr<etcdserverpb::Lease::Stub>(etcdserverpb::Lease::NewStub(channel));
-    return StartCall<etcdserverpb::LeaseRevokeRequest, etcdserverpb::LeaseRevokeResponse>(
-        request.lease_revoke(), deadline,
-        [stub](grpc::ClientContext* c, const etcdserverpb::LeaseRevokeRequest* q,
-               etcdserverpb::LeaseRevokeResponse* r, std::function<void(grpc::Status)> f) {
-          stub->async()->LeaseRevoke(c, q, r, std::move(f));
+    return StartCall<etcdserverpb::LeaseRevokeResponse>(
+        queue_, stub, deadline,
+        [stub, revoke = request.lease_revoke()](grpc::ClientContext* c, grpc::CompletionQueue* cq) {
+          return stub->PrepareAsyncLeaseRevoke(c, revoke, cq);
         },
-        [stub, done = std::move(done)](const Status& s,
-                                       const etcdserverpb::LeaseRevokeResponse& r) {
+        [done = std::move(done)](const Status& s, const etcdserverpb::LeaseRevokeResponse& r) {
           v1::InternalResponse out;
           if (s.ok()) *out.mutable_lease_revoke() = r;
           done(s, out);

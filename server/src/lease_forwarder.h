@@ -7,8 +7,9 @@
 // Every call carries the "epoch-forwarded" metadata (leader_forwarder.h): a node that is not the
 // leader answers "not leader" instead of forwarding again.
 //
-// Threading: thread-safe; channels are created lazily and shared. Callbacks run on gRPC client
-// threads.
+// Threading: thread-safe; channels are created lazily and shared. Calls complete on the
+// server's completion-queue threads (rpc::ClientQueue), where the callbacks run; while the queue
+// is closed (the server stopping) a call fails at once with "server stopped".
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <mutex>
 
+#include "async_rpc.h"
 #include "epoch/server/node_config.h"
 #include "epoch/status.h"
 #include "epoch/v1/epoch.grpc.pb.h"
@@ -34,7 +36,8 @@ class LeaseForwarder {
   // "host:port" of a member's client endpoint, "" when it is not known (yet).
   using AddressOf = std::function<std::string(NodeId)>;
 
-  explicit LeaseForwarder(AddressOf address_of) : address_of_(std::move(address_of)) {}
+  LeaseForwarder(rpc::ClientQueue& queue, AddressOf address_of)
+      : queue_(queue), address_of_(std::move(address_of)) {}
 
   void Renew(NodeId leader, LeaseId id, std::chrono::system_clock::time_point deadline,
              RenewCallback done);
@@ -49,6 +52,7 @@ class LeaseForwarder {
   std::shared_ptr<grpc::Channel> ChannelFor(NodeId leader);
 
  private:
+  rpc::ClientQueue& queue_;
   const AddressOf address_of_;
   std::mutex mu_;
   struct Cached {

@@ -19,12 +19,13 @@
 #include <memory>
 #include <mutex>
 
+#include "async_rpc.h"
 #include "lease_manager.h"
 
 namespace epoch::server {
 
 template <typename Request, typename Response>
-class KeepAliveStream final : public grpc::ServerBidiReactor<Request, Response> {
+class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
  public:
   // `id_of` reads the lease ID from a request; `to_response` builds the answer.
   KeepAliveStream(LeaseManager& leases, std::function<std::int64_t(const Request&)> id_of,

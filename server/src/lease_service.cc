@@ -11,7 +11,7 @@ namespace {
 
 namespace pb = etcdserverpb;
 
-bool IsForwarded(const grpc::CallbackServerContext* ctx) {
+bool IsForwarded(const rpc::CallContext* ctx) {
   return ctx->client_metadata().count(kForwardedMetadata) > 0;
 }
 
@@ -19,8 +19,8 @@ bool IsForwarded(const grpc::CallbackServerContext* ctx) {
 // 0.
 std::int64_t SecondsUp(std::int64_t ms) { return ms <= 0 ? 0 : (ms + 999) / 1000; }
 
-grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* ctx, const grpc::Status& s) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* FinishNow(rpc::CallContext* ctx, const grpc::Status& s) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(s);
   return reactor;
 }
@@ -29,9 +29,9 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* ctx, const grpc
 // the response computed at apply time. A forwarded request is proposed here or refused: it never
 // takes a second hop.
 template <typename Fill>
-grpc::ServerUnaryReactor* WriteThroughLog(NodeContext& node, grpc::CallbackServerContext* ctx,
-                                          v1::InternalRequest request, Fill fill) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* WriteThroughLog(NodeContext& node, rpc::CallContext* ctx,
+                                   v1::InternalRequest request, Fill fill) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   if (IsForwarded(ctx) && node.driver().status().role != raft::Role::kLeader) {
     reactor->Finish(ToGrpc(etcd_errors::kNotLeader));
     return reactor;
@@ -47,9 +47,8 @@ grpc::ServerUnaryReactor* WriteThroughLog(NodeContext& node, grpc::CallbackServe
 
 // Runs `read` on a read-pool thread once a linearizable read may be served.
 template <typename Read>
-grpc::ServerUnaryReactor* AfterReadBarrier(NodeContext& node, grpc::CallbackServerContext* ctx,
-                                           Read read) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* AfterReadBarrier(NodeContext& node, rpc::CallContext* ctx, Read read) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   node.ReadBarrier(false, [reactor, read](const Status& s) {
     if (!s.ok()) return reactor->Finish(ToGrpc(s));
     reactor->Finish(ToGrpc(read()));
@@ -61,9 +60,9 @@ grpc::ServerUnaryReactor* AfterReadBarrier(NodeContext& node, grpc::CallbackServ
 
 // --- etcdserverpb.Lease -------------------------------------------------------------------------
 
-grpc::ServerUnaryReactor* EtcdLeaseService::LeaseGrant(grpc::CallbackServerContext* ctx,
-                                                       const pb::LeaseGrantRequest* request,
-                                                       pb::LeaseGrantResponse* response) {
+rpc::UnaryReactor* EtcdLeaseService::LeaseGrant(rpc::CallContext* ctx,
+                                                const pb::LeaseGrantRequest* request,
+                                                pb::LeaseGrantResponse* response) {
   if (request->ttl() > kMaxLeaseTtlSeconds) {
     return FinishNow(ctx, ToGrpc(etcd_errors::kLeaseTtlTooLarge));
   }
@@ -83,9 +82,9 @@ grpc::ServerUnaryReactor* EtcdLeaseService::LeaseGrant(grpc::CallbackServerConte
                          });
 }
 
-grpc::ServerUnaryReactor* EtcdLeaseService::LeaseRevoke(grpc::CallbackServerContext* ctx,
-                                                        const pb::LeaseRevokeRequest* request,
-                                                        pb::LeaseRevokeResponse* response) {
+rpc::UnaryReactor* EtcdLeaseService::LeaseRevoke(rpc::CallContext* ctx,
+                                                 const pb::LeaseRevokeRequest* request,
+                                                 pb::LeaseRevokeResponse* response) {
   v1::InternalRequest internal;
   *internal.mutable_lease_revoke() = *request;
   return WriteThroughLog(node_, ctx, std::move(internal),
@@ -96,8 +95,8 @@ grpc::ServerUnaryReactor* EtcdLeaseService::LeaseRevoke(grpc::CallbackServerCont
                          });
 }
 
-grpc::ServerBidiReactor<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>*
-EtcdLeaseService::LeaseKeepAlive(grpc::CallbackServerContext*) {
+rpc::BidiReactor<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>*
+EtcdLeaseService::LeaseKeepAlive(rpc::CallContext*) {
   return new KeepAliveStream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>(
       leases_, [](const pb::LeaseKeepAliveRequest& r) { return r.id(); },
       [this](const KeepAliveOutcome& out) {
@@ -110,9 +109,9 @@ EtcdLeaseService::LeaseKeepAlive(grpc::CallbackServerContext*) {
       });
 }
 
-grpc::ServerUnaryReactor* EtcdLeaseService::LeaseTimeToLive(
-    grpc::CallbackServerContext* ctx, const pb::LeaseTimeToLiveRequest* request,
-    pb::LeaseTimeToLiveResponse* response) {
+rpc::UnaryReactor* EtcdLeaseService::LeaseTimeToLive(rpc::CallContext* ctx,
+                                                     const pb::LeaseTimeToLiveRequest* request,
+                                                     pb::LeaseTimeToLiveResponse* response) {
   return AfterReadBarrier(node_, ctx, [this, request, response]() -> Status {
     const LeaseId id(request->id());
     Result<std::optional<LeaseInfo>> info = node_.store().GetLease(id);
@@ -137,9 +136,9 @@ grpc::ServerUnaryReactor* EtcdLeaseService::LeaseTimeToLive(
   });
 }
 
-grpc::ServerUnaryReactor* EtcdLeaseService::LeaseLeases(grpc::CallbackServerContext* ctx,
-                                                        const pb::LeaseLeasesRequest*,
-                                                        pb::LeaseLeasesResponse* response) {
+rpc::UnaryReactor* EtcdLeaseService::LeaseLeases(rpc::CallContext* ctx,
+                                                 const pb::LeaseLeasesRequest*,
+                                                 pb::LeaseLeasesResponse* response) {
   return AfterReadBarrier(node_, ctx, [this, response]() -> Status {
     Result<std::vector<LeaseInfo>> all = node_.store().Leases();
     if (!all.ok()) return all.status();
@@ -151,9 +150,9 @@ grpc::ServerUnaryReactor* EtcdLeaseService::LeaseLeases(grpc::CallbackServerCont
 
 // --- epoch.v1.Lease -----------------------------------------------------------------------------
 
-grpc::ServerUnaryReactor* V1LeaseService::Grant(grpc::CallbackServerContext* ctx,
-                                                const v1::LeaseGrantRequest* request,
-                                                v1::LeaseGrantResponse* response) {
+rpc::UnaryReactor* V1LeaseService::Grant(rpc::CallContext* ctx,
+                                         const v1::LeaseGrantRequest* request,
+                                         v1::LeaseGrantResponse* response) {
   if (request->ttl_ms() / 1000 > kMaxLeaseTtlSeconds) {
     return FinishNow(ctx, ToGrpc(etcd_errors::kLeaseTtlTooLarge));
   }
@@ -172,8 +171,8 @@ grpc::ServerUnaryReactor* V1LeaseService::Grant(grpc::CallbackServerContext* ctx
                          });
 }
 
-grpc::ServerBidiReactor<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>*
-V1LeaseService::KeepAlive(grpc::CallbackServerContext*) {
+rpc::BidiReactor<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>* V1LeaseService::KeepAlive(
+    rpc::CallContext*) {
   return new KeepAliveStream<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>(
       leases_, [](const v1::LeaseKeepAliveRequest& r) { return r.id(); },
       [this](const KeepAliveOutcome& out) {
@@ -187,10 +186,10 @@ V1LeaseService::KeepAlive(grpc::CallbackServerContext*) {
       });
 }
 
-grpc::ServerUnaryReactor* V1LeaseService::Renew(grpc::CallbackServerContext* ctx,
-                                                const v1::LeaseKeepAliveRequest* request,
-                                                v1::LeaseKeepAliveResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* V1LeaseService::Renew(rpc::CallContext* ctx,
+                                         const v1::LeaseKeepAliveRequest* request,
+                                         v1::LeaseKeepAliveResponse* response) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   leases_.KeepAlive(LeaseId(request->id()), IsForwarded(ctx),
                     [reactor, response](const KeepAliveOutcome& out) {
                       if (!out.status.ok()) return reactor->Finish(ToGrpc(out.status));
@@ -203,9 +202,9 @@ grpc::ServerUnaryReactor* V1LeaseService::Renew(grpc::CallbackServerContext* ctx
   return reactor;
 }
 
-grpc::ServerUnaryReactor* V1LeaseService::Status(grpc::CallbackServerContext* ctx,
-                                                 const v1::LeaseStatusRequest* request,
-                                                 v1::LeaseStatusResponse* response) {
+rpc::UnaryReactor* V1LeaseService::Status(rpc::CallContext* ctx,
+                                          const v1::LeaseStatusRequest* request,
+                                          v1::LeaseStatusResponse* response) {
   return AfterReadBarrier(node_, ctx, [this, request, response]() -> epoch::Status {
     const LeaseId id(request->id());
     Result<std::optional<LeaseInfo>> info = node_.store().GetLease(id);
@@ -237,9 +236,8 @@ grpc::ServerUnaryReactor* V1LeaseService::Status(grpc::CallbackServerContext* ct
   });
 }
 
-grpc::ServerUnaryReactor* V1LeaseService::ClockStatus(grpc::CallbackServerContext* ctx,
-                                                      const v1::ClockStatusRequest*,
-                                                      v1::ClockStatusResponse* response) {
+rpc::UnaryReactor* V1LeaseService::ClockStatus(rpc::CallContext* ctx, const v1::ClockStatusRequest*,
+                                               v1::ClockStatusResponse* response) {
   LeaseStats stats = leases_.Stats();
   response->set_now_cluster_ms(stats.cluster_time_ms);
   response->set_leader_clock_running(stats.clock_running);
@@ -249,6 +247,42 @@ grpc::ServerUnaryReactor* V1LeaseService::ClockStatus(grpc::CallbackServerContex
   response->set_min_ttl_ms(leases_.MinTtlMs());
   node_.FillHeader(response->mutable_header());
   return FinishNow(ctx, grpc::Status::OK);
+}
+
+void EtcdLeaseService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::Lease::AsyncService;
+  server.Unary(this, &Async::RequestLeaseGrant,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return LeaseGrant(c, q, r); },
+               {.pending = 4});
+  server.Unary(this, &Async::RequestLeaseRevoke,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return LeaseRevoke(c, q, r); },
+               {.pending = 4});
+  server.Bidi(this, &Async::RequestLeaseKeepAlive,
+              [this](rpc::CallContext* c) { return LeaseKeepAlive(c); });
+  server.Unary(
+      this, &Async::RequestLeaseTimeToLive,
+      [this](rpc::CallContext* c, const auto* q, auto* r) { return LeaseTimeToLive(c, q, r); },
+      {.pending = 2});
+  server.Unary(this, &Async::RequestLeaseLeases,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return LeaseLeases(c, q, r); },
+               {.pending = 2});
+}
+
+void V1LeaseService::Register(rpc::Server& server) {
+  using Async = v1::Lease::AsyncService;
+  server.Unary(this, &Async::RequestGrant,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Grant(c, q, r); },
+               {.pending = 4});
+  server.Bidi(this, &Async::RequestKeepAlive, [this](rpc::CallContext* c) { return KeepAlive(c); });
+  server.Unary(this, &Async::RequestRenew,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Renew(c, q, r); },
+               {.pending = 8});
+  server.Unary(this, &Async::RequestStatus,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Status(c, q, r); },
+               {.pending = 2});
+  server.Unary(this, &Async::RequestClockStatus,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return ClockStatus(c, q, r); },
+               {.pending = 2});
 }
 
 }  // namespace epoch::server

@@ -21,6 +21,7 @@
 // driver's strand, the read pool or gRPC client threads).
 #pragma once
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "epoch/v1/epoch.grpc.pb.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -31,49 +32,50 @@ namespace epoch::server {
 // etcd's MaxLeaseTTL (lease/lessor.go), seconds.
 inline constexpr std::int64_t kMaxLeaseTtlSeconds = 9'000'000'000;
 
-class EtcdLeaseService final : public etcdserverpb::Lease::CallbackService {
+class EtcdLeaseService final : public etcdserverpb::Lease::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   EtcdLeaseService(NodeContext& node, LeaseManager& leases) : node_(node), leases_(leases) {}
 
-  grpc::ServerUnaryReactor* LeaseGrant(grpc::CallbackServerContext* ctx,
-                                       const etcdserverpb::LeaseGrantRequest* request,
-                                       etcdserverpb::LeaseGrantResponse* response) override;
-  grpc::ServerUnaryReactor* LeaseRevoke(grpc::CallbackServerContext* ctx,
-                                        const etcdserverpb::LeaseRevokeRequest* request,
-                                        etcdserverpb::LeaseRevokeResponse* response) override;
-  grpc::ServerBidiReactor<etcdserverpb::LeaseKeepAliveRequest,
-                          etcdserverpb::LeaseKeepAliveResponse>*
-  LeaseKeepAlive(grpc::CallbackServerContext* ctx) override;
-  grpc::ServerUnaryReactor* LeaseTimeToLive(
-      grpc::CallbackServerContext* ctx, const etcdserverpb::LeaseTimeToLiveRequest* request,
-      etcdserverpb::LeaseTimeToLiveResponse* response) override;
-  grpc::ServerUnaryReactor* LeaseLeases(grpc::CallbackServerContext* ctx,
-                                        const etcdserverpb::LeaseLeasesRequest* request,
-                                        etcdserverpb::LeaseLeasesResponse* response) override;
+  rpc::UnaryReactor* LeaseGrant(rpc::CallContext* ctx,
+                                const etcdserverpb::LeaseGrantRequest* request,
+                                etcdserverpb::LeaseGrantResponse* response);
+  rpc::UnaryReactor* LeaseRevoke(rpc::CallContext* ctx,
+                                 const etcdserverpb::LeaseRevokeRequest* request,
+                                 etcdserverpb::LeaseRevokeResponse* response);
+  rpc::BidiReactor<etcdserverpb::LeaseKeepAliveRequest, etcdserverpb::LeaseKeepAliveResponse>*
+  LeaseKeepAlive(rpc::CallContext* ctx);
+  rpc::UnaryReactor* LeaseTimeToLive(rpc::CallContext* ctx,
+                                     const etcdserverpb::LeaseTimeToLiveRequest* request,
+                                     etcdserverpb::LeaseTimeToLiveResponse* response);
+  rpc::UnaryReactor* LeaseLeases(rpc::CallContext* ctx,
+                                 const etcdserverpb::LeaseLeasesRequest* request,
+                                 etcdserverpb::LeaseLeasesResponse* response);
 
  private:
   NodeContext& node_;
   LeaseManager& leases_;
 };
 
-class V1LeaseService final : public v1::Lease::CallbackService {
+class V1LeaseService final : public v1::Lease::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   V1LeaseService(NodeContext& node, LeaseManager& leases) : node_(node), leases_(leases) {}
 
-  grpc::ServerUnaryReactor* Grant(grpc::CallbackServerContext* ctx,
-                                  const v1::LeaseGrantRequest* request,
-                                  v1::LeaseGrantResponse* response) override;
-  grpc::ServerBidiReactor<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>* KeepAlive(
-      grpc::CallbackServerContext* ctx) override;
-  grpc::ServerUnaryReactor* Renew(grpc::CallbackServerContext* ctx,
-                                  const v1::LeaseKeepAliveRequest* request,
-                                  v1::LeaseKeepAliveResponse* response) override;
-  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx,
-                                   const v1::LeaseStatusRequest* request,
-                                   v1::LeaseStatusResponse* response) override;
-  grpc::ServerUnaryReactor* ClockStatus(grpc::CallbackServerContext* ctx,
-                                        const v1::ClockStatusRequest* request,
-                                        v1::ClockStatusResponse* response) override;
+  rpc::UnaryReactor* Grant(rpc::CallContext* ctx, const v1::LeaseGrantRequest* request,
+                           v1::LeaseGrantResponse* response);
+  rpc::BidiReactor<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>* KeepAlive(
+      rpc::CallContext* ctx);
+  rpc::UnaryReactor* Renew(rpc::CallContext* ctx, const v1::LeaseKeepAliveRequest* request,
+                           v1::LeaseKeepAliveResponse* response);
+  rpc::UnaryReactor* Status(rpc::CallContext* ctx, const v1::LeaseStatusRequest* request,
+                            v1::LeaseStatusResponse* response);
+  rpc::UnaryReactor* ClockStatus(rpc::CallContext* ctx, const v1::ClockStatusRequest* request,
+                                 v1::ClockStatusResponse* response);
 
  private:
   NodeContext& node_;

@@ -78,9 +78,8 @@ void TryAcquire(const std::shared_ptr<LockAttempt>& a) {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* LockService::Lock(grpc::CallbackServerContext* ctx,
-                                            const v3lockpb::LockRequest* request,
-                                            v3lockpb::LockResponse* response) {
+rpc::UnaryReactor* LockService::Lock(rpc::CallContext* ctx, const v3lockpb::LockRequest* request,
+                                     v3lockpb::LockResponse* response) {
   std::shared_ptr<RecipeCall> call = RecipeCall::Create(ctx);
   // The request dies with the call (possibly before the callbacks): copy what they need.
   auto attempt = std::make_shared<LockAttempt>(
@@ -99,10 +98,10 @@ grpc::ServerUnaryReactor* LockService::Lock(grpc::CallbackServerContext* ctx,
   return call->reactor();
 }
 
-grpc::ServerUnaryReactor* LockService::Unlock(grpc::CallbackServerContext* ctx,
-                                              const v3lockpb::UnlockRequest* request,
-                                              v3lockpb::UnlockResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+rpc::UnaryReactor* LockService::Unlock(rpc::CallContext* ctx,
+                                       const v3lockpb::UnlockRequest* request,
+                                       v3lockpb::UnlockResponse* response) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   etcdserverpb::DeleteRangeRequest check;
   check.set_key(request->key());
   if (Status valid = ValidateDeleteRange(check); !valid.ok()) {
@@ -116,6 +115,16 @@ grpc::ServerUnaryReactor* LockService::Unlock(grpc::CallbackServerContext* ctx,
         reactor->Finish(s);
       });
   return reactor;
+}
+
+void LockService::Register(rpc::Server& server) {
+  using Async = v3lockpb::Lock::AsyncService;
+  server.Unary(this, &Async::RequestLock,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Lock(c, q, r); },
+               {.pending = 4, .notify_cancel = true});
+  server.Unary(this, &Async::RequestUnlock,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Unlock(c, q, r); },
+               {.pending = 4});
 }
 
 }  // namespace epoch::server

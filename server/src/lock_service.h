@@ -23,22 +23,24 @@
 // the driver strand, the read pool and gRPC client threads.
 #pragma once
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "recipe_wait.h"
 #include "v3lockpb/v3lock.grpc.pb.h"
 
 namespace epoch::server {
 
-class LockService final : public v3lockpb::Lock::CallbackService {
+class LockService final : public v3lockpb::Lock::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   LockService(NodeContext& node, RecipeEventFeed& feed) : node_(node), feed_(feed) {}
 
-  grpc::ServerUnaryReactor* Lock(grpc::CallbackServerContext* ctx,
-                                 const v3lockpb::LockRequest* request,
-                                 v3lockpb::LockResponse* response) override;
-  grpc::ServerUnaryReactor* Unlock(grpc::CallbackServerContext* ctx,
-                                   const v3lockpb::UnlockRequest* request,
-                                   v3lockpb::UnlockResponse* response) override;
+  rpc::UnaryReactor* Lock(rpc::CallContext* ctx, const v3lockpb::LockRequest* request,
+                          v3lockpb::LockResponse* response);
+  rpc::UnaryReactor* Unlock(rpc::CallContext* ctx, const v3lockpb::UnlockRequest* request,
+                            v3lockpb::UnlockResponse* response);
 
  private:
   NodeContext& node_;

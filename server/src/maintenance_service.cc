@@ -11,9 +11,9 @@
 
 namespace epoch::server {
 
-grpc::ServerUnaryReactor* MaintenanceService::Status(grpc::CallbackServerContext* ctx,
-                                                     const etcdserverpb::StatusRequest*,
-                                                     etcdserverpb::StatusResponse* response) {
+rpc::UnaryReactor* MaintenanceService::Status(rpc::CallContext* ctx,
+                                              const etcdserverpb::StatusRequest*,
+                                              etcdserverpb::StatusResponse* response) {
   DriverStatus s = node_.driver().status();
   response->set_version(kEtcdApiVersion);
   response->set_dbsize(node_.store().ApproximateSizeBytes());
@@ -31,9 +31,9 @@ grpc::ServerUnaryReactor* MaintenanceService::Status(grpc::CallbackServerContext
   return reactor;
 }
 
-grpc::ServerUnaryReactor* MaintenanceService::Alarm(grpc::CallbackServerContext* ctx,
-                                                    const etcdserverpb::AlarmRequest* request,
-                                                    etcdserverpb::AlarmResponse* response) {
+rpc::UnaryReactor* MaintenanceService::Alarm(rpc::CallContext* ctx,
+                                             const etcdserverpb::AlarmRequest* request,
+                                             etcdserverpb::AlarmResponse* response) {
   auto* reactor = ctx->DefaultReactor();
   if (request->action() == etcdserverpb::AlarmRequest::GET) {
     // A linearizable read of the replicated alarms (etcd sends GET through its log).
@@ -62,9 +62,9 @@ grpc::ServerUnaryReactor* MaintenanceService::Alarm(grpc::CallbackServerContext*
   return reactor;
 }
 
-grpc::ServerUnaryReactor* MaintenanceService::Defragment(
-    grpc::CallbackServerContext* ctx, const etcdserverpb::DefragmentRequest*,
-    etcdserverpb::DefragmentResponse* response) {
+rpc::UnaryReactor* MaintenanceService::Defragment(rpc::CallContext* ctx,
+                                                  const etcdserverpb::DefragmentRequest*,
+                                                  etcdserverpb::DefragmentResponse* response) {
   auto* reactor = ctx->DefaultReactor();
   // Seconds of compaction: on a thread of its own, never a gRPC or read thread.
   asio::post(defrag_pool_, [this, reactor, response] {
@@ -76,9 +76,9 @@ grpc::ServerUnaryReactor* MaintenanceService::Defragment(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* MaintenanceService::HashKV(grpc::CallbackServerContext* ctx,
-                                                     const etcdserverpb::HashKVRequest* request,
-                                                     etcdserverpb::HashKVResponse* response) {
+rpc::UnaryReactor* MaintenanceService::HashKV(rpc::CallContext* ctx,
+                                              const etcdserverpb::HashKVRequest* request,
+                                              etcdserverpb::HashKVResponse* response) {
   auto* reactor = ctx->DefaultReactor();
   Result<KvHash> hash = node_.store().HashKV(Revision(request->revision()));
   if (!hash.ok()) {
@@ -92,9 +92,9 @@ grpc::ServerUnaryReactor* MaintenanceService::HashKV(grpc::CallbackServerContext
   return reactor;
 }
 
-grpc::ServerUnaryReactor* MaintenanceService::MoveLeader(
-    grpc::CallbackServerContext* ctx, const etcdserverpb::MoveLeaderRequest* request,
-    etcdserverpb::MoveLeaderResponse* response) {
+rpc::UnaryReactor* MaintenanceService::MoveLeader(rpc::CallContext* ctx,
+                                                  const etcdserverpb::MoveLeaderRequest* request,
+                                                  etcdserverpb::MoveLeaderResponse* response) {
   auto* reactor = ctx->DefaultReactor();
   NodeId target(request->targetid());
   if (node_.driver().status().role != raft::Role::kLeader) {
@@ -133,10 +133,10 @@ grpc::ServerUnaryReactor* MaintenanceService::MoveLeader(
   return reactor;
 }
 
-grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
-    grpc::CallbackServerContext* ctx, const etcdserverpb::SnapshotRequest*) {
+rpc::WriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
+    rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest*) {
   if (snapshots_ == nullptr) {
-    class Unimplemented final : public grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse> {
+    class Unimplemented final : public rpc::WriteReactor<etcdserverpb::SnapshotResponse> {
      public:
       Unimplemented() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no snapshots")); }
       void OnDone() override { delete this; }
@@ -147,9 +147,9 @@ grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Sn
   return StartSnapshotStream(node_, *snapshots_, snapshot_message_bytes_);
 }
 
-grpc::ServerUnaryReactor* ClusterService::MemberList(grpc::CallbackServerContext* ctx,
-                                                     const etcdserverpb::MemberListRequest*,
-                                                     etcdserverpb::MemberListResponse* response) {
+rpc::UnaryReactor* ClusterService::MemberList(rpc::CallContext* ctx,
+                                              const etcdserverpb::MemberListRequest*,
+                                              etcdserverpb::MemberListResponse* response) {
   for (const MemberInfo& m : node_.config().members) {
     etcdserverpb::Member* member = response->add_members();
     member->set_id(m.id.value());
@@ -165,8 +165,7 @@ grpc::ServerUnaryReactor* ClusterService::MemberList(grpc::CallbackServerContext
 
 namespace {
 
-grpc::ServerUnaryReactor* MembershipUnsupported(grpc::CallbackServerContext* ctx,
-                                                std::string_view call) {
+rpc::UnaryReactor* MembershipUnsupported(rpc::CallContext* ctx, std::string_view call) {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status(
       grpc::StatusCode::UNIMPLEMENTED,
@@ -178,28 +177,77 @@ grpc::ServerUnaryReactor* MembershipUnsupported(grpc::CallbackServerContext* ctx
 
 }  // namespace
 
-grpc::ServerUnaryReactor* ClusterService::MemberAdd(grpc::CallbackServerContext* ctx,
-                                                    const etcdserverpb::MemberAddRequest*,
-                                                    etcdserverpb::MemberAddResponse*) {
+rpc::UnaryReactor* ClusterService::MemberAdd(rpc::CallContext* ctx,
+                                             const etcdserverpb::MemberAddRequest*,
+                                             etcdserverpb::MemberAddResponse*) {
   return MembershipUnsupported(ctx, "MemberAdd");
 }
 
-grpc::ServerUnaryReactor* ClusterService::MemberRemove(grpc::CallbackServerContext* ctx,
-                                                       const etcdserverpb::MemberRemoveRequest*,
-                                                       etcdserverpb::MemberRemoveResponse*) {
+rpc::UnaryReactor* ClusterService::MemberRemove(rpc::CallContext* ctx,
+                                                const etcdserverpb::MemberRemoveRequest*,
+                                                etcdserverpb::MemberRemoveResponse*) {
   return MembershipUnsupported(ctx, "MemberRemove");
 }
 
-grpc::ServerUnaryReactor* ClusterService::MemberUpdate(grpc::CallbackServerContext* ctx,
-                                                       const etcdserverpb::MemberUpdateRequest*,
-                                                       etcdserverpb::MemberUpdateResponse*) {
+rpc::UnaryReactor* ClusterService::MemberUpdate(rpc::CallContext* ctx,
+                                                const etcdserverpb::MemberUpdateRequest*,
+                                                etcdserverpb::MemberUpdateResponse*) {
   return MembershipUnsupported(ctx, "MemberUpdate");
 }
 
-grpc::ServerUnaryReactor* ClusterService::MemberPromote(grpc::CallbackServerContext* ctx,
-                                                        const etcdserverpb::MemberPromoteRequest*,
-                                                        etcdserverpb::MemberPromoteResponse*) {
+rpc::UnaryReactor* ClusterService::MemberPromote(rpc::CallContext* ctx,
+                                                 const etcdserverpb::MemberPromoteRequest*,
+                                                 etcdserverpb::MemberPromoteResponse*) {
   return MembershipUnsupported(ctx, "MemberPromote");
+}
+
+void MaintenanceService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::Maintenance::AsyncService;
+  server.Unary(this, &Async::RequestAlarm,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Alarm(c, q, r); },
+               {.pending = 2});
+  server.Unary(this, &Async::RequestStatus,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Status(c, q, r); },
+               {.pending = 4});
+  server.Unary(this, &Async::RequestDefragment,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Defragment(c, q, r); },
+               {.pending = 2});
+  server.Unary(this, &Async::RequestHash, [](rpc::CallContext* c, const auto*, auto*) {
+    rpc::UnaryReactor* reactor = c->DefaultReactor();
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Hash is not implemented; use HashKV"));
+    return reactor;
+  });
+  server.Unary(this, &Async::RequestHashKV,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return HashKV(c, q, r); },
+               {.pending = 2});
+  server.ServerStream(this, &Async::RequestSnapshot,
+                      [this](rpc::CallContext* c, const auto* q) { return Snapshot(c, q); });
+  server.Unary(this, &Async::RequestMoveLeader,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return MoveLeader(c, q, r); },
+               {.pending = 2});
+}
+
+void ClusterService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::Cluster::AsyncService;
+  server.Unary(this, &Async::RequestMemberAdd,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberAdd(c, q, r); },
+               {.pending = 1});
+  server.Unary(
+      this, &Async::RequestMemberRemove,
+      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberRemove(c, q, r); },
+      {.pending = 1});
+  server.Unary(
+      this, &Async::RequestMemberUpdate,
+      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberUpdate(c, q, r); },
+      {.pending = 1});
+  server.Unary(this, &Async::RequestMemberList,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberList(c, q, r); },
+               {.pending = 2});
+  server.Unary(
+      this, &Async::RequestMemberPromote,
+      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberPromote(c, q, r); },
+      {.pending = 1});
 }
 
 }  // namespace epoch::server

@@ -7,6 +7,7 @@
 
 #include <asio.hpp>
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
@@ -17,27 +18,27 @@ class SnapshotManager;
 // The etcd API version we speak (what `etcdctl endpoint status` shows as VERSION).
 inline constexpr char kEtcdApiVersion[] = "3.5.0";
 
-class MaintenanceService final : public etcdserverpb::Maintenance::CallbackService {
+class MaintenanceService final : public etcdserverpb::Maintenance::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   explicit MaintenanceService(NodeContext& node) : node_(node) {}
 
-  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx,
-                                   const etcdserverpb::StatusRequest* request,
-                                   etcdserverpb::StatusResponse* response) override;
-  grpc::ServerUnaryReactor* Alarm(grpc::CallbackServerContext* ctx,
-                                  const etcdserverpb::AlarmRequest* request,
-                                  etcdserverpb::AlarmResponse* response) override;
-  grpc::ServerUnaryReactor* Defragment(grpc::CallbackServerContext* ctx,
-                                       const etcdserverpb::DefragmentRequest* request,
-                                       etcdserverpb::DefragmentResponse* response) override;
-  grpc::ServerUnaryReactor* HashKV(grpc::CallbackServerContext* ctx,
-                                   const etcdserverpb::HashKVRequest* request,
-                                   etcdserverpb::HashKVResponse* response) override;
-  grpc::ServerUnaryReactor* MoveLeader(grpc::CallbackServerContext* ctx,
-                                       const etcdserverpb::MoveLeaderRequest* request,
-                                       etcdserverpb::MoveLeaderResponse* response) override;
-  grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* Snapshot(
-      grpc::CallbackServerContext* ctx, const etcdserverpb::SnapshotRequest* request) override;
+  rpc::UnaryReactor* Status(rpc::CallContext* ctx, const etcdserverpb::StatusRequest* request,
+                            etcdserverpb::StatusResponse* response);
+  rpc::UnaryReactor* Alarm(rpc::CallContext* ctx, const etcdserverpb::AlarmRequest* request,
+                           etcdserverpb::AlarmResponse* response);
+  rpc::UnaryReactor* Defragment(rpc::CallContext* ctx,
+                                const etcdserverpb::DefragmentRequest* request,
+                                etcdserverpb::DefragmentResponse* response);
+  rpc::UnaryReactor* HashKV(rpc::CallContext* ctx, const etcdserverpb::HashKVRequest* request,
+                            etcdserverpb::HashKVResponse* response);
+  rpc::UnaryReactor* MoveLeader(rpc::CallContext* ctx,
+                                const etcdserverpb::MoveLeaderRequest* request,
+                                etcdserverpb::MoveLeaderResponse* response);
+  rpc::WriteReactor<etcdserverpb::SnapshotResponse>* Snapshot(
+      rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest* request);
 
   // Before the service is registered. Without it, Snapshot answers UNIMPLEMENTED.
   void SetSnapshots(SnapshotManager* snapshots, std::size_t message_bytes) {
@@ -54,27 +55,29 @@ class MaintenanceService final : public etcdserverpb::Maintenance::CallbackServi
   asio::thread_pool defrag_pool_{1};
 };
 
-class ClusterService final : public etcdserverpb::Cluster::CallbackService {
+class ClusterService final : public etcdserverpb::Cluster::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   explicit ClusterService(NodeContext& node) : node_(node) {}
 
-  grpc::ServerUnaryReactor* MemberList(grpc::CallbackServerContext* ctx,
-                                       const etcdserverpb::MemberListRequest* request,
-                                       etcdserverpb::MemberListResponse* response) override;
+  rpc::UnaryReactor* MemberList(rpc::CallContext* ctx,
+                                const etcdserverpb::MemberListRequest* request,
+                                etcdserverpb::MemberListResponse* response);
   // Membership is fixed by --initial-cluster for now: these answer UNIMPLEMENTED with a message
   // that says so (gRPC's default UNIMPLEMENTED carries none).
-  grpc::ServerUnaryReactor* MemberAdd(grpc::CallbackServerContext* ctx,
-                                      const etcdserverpb::MemberAddRequest* request,
-                                      etcdserverpb::MemberAddResponse* response) override;
-  grpc::ServerUnaryReactor* MemberRemove(grpc::CallbackServerContext* ctx,
-                                         const etcdserverpb::MemberRemoveRequest* request,
-                                         etcdserverpb::MemberRemoveResponse* response) override;
-  grpc::ServerUnaryReactor* MemberUpdate(grpc::CallbackServerContext* ctx,
-                                         const etcdserverpb::MemberUpdateRequest* request,
-                                         etcdserverpb::MemberUpdateResponse* response) override;
-  grpc::ServerUnaryReactor* MemberPromote(grpc::CallbackServerContext* ctx,
-                                          const etcdserverpb::MemberPromoteRequest* request,
-                                          etcdserverpb::MemberPromoteResponse* response) override;
+  rpc::UnaryReactor* MemberAdd(rpc::CallContext* ctx, const etcdserverpb::MemberAddRequest* request,
+                               etcdserverpb::MemberAddResponse* response);
+  rpc::UnaryReactor* MemberRemove(rpc::CallContext* ctx,
+                                  const etcdserverpb::MemberRemoveRequest* request,
+                                  etcdserverpb::MemberRemoveResponse* response);
+  rpc::UnaryReactor* MemberUpdate(rpc::CallContext* ctx,
+                                  const etcdserverpb::MemberUpdateRequest* request,
+                                  etcdserverpb::MemberUpdateResponse* response);
+  rpc::UnaryReactor* MemberPromote(rpc::CallContext* ctx,
+                                   const etcdserverpb::MemberPromoteRequest* request,
+                                   etcdserverpb::MemberPromoteResponse* response);
 
  private:
   NodeContext& node_;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "async_rpc.h"
 #include "epoch/server/etcd_errors.h"
 #include "leader_forwarder.h"
 #include "peer_forwarder.h"
@@ -29,8 +30,9 @@ NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& 
       driver_(driver),
       store_(store),
       read_pool_(read_pool),
-      forwarder_(
-          std::make_unique<LeaderForwarder>([this](NodeId id) { return ClientAddressOf(id); })),
+      client_queue_(std::make_unique<rpc::ClientQueue>()),
+      forwarder_(std::make_unique<LeaderForwarder>(
+          *client_queue_, [this](NodeId id) { return ClientAddressOf(id); })),
       timer_executor_(read_pool.get_executor()) {}
 
 NodeContext::~NodeContext() = default;

@@ -122,6 +122,10 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--quota-backend-bytes", c.quota_backend_bytes,
                  "Store size at which this member raises the NOSPACE alarm and the cluster refuses "
                  "writes that need space (etcd's flag; 0 = 2 GiB, negative = no quota)");
+  app.add_option("--grpc-threads", c.grpc_threads,
+                 "Threads serving client gRPC calls, each polling its own completion queue (1 "
+                 "avoids thread hand-offs; more only when one core cannot keep up)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--election-jitter-ticks", c.raft.election_jitter_ticks,
                  "Random election timeout spread");
   app.add_option("--max-clock-drift", c.raft.max_clock_drift,

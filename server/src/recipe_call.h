@@ -22,6 +22,7 @@
 #include <mutex>
 #include <utility>
 
+#include "async_rpc.h"
 #include "recipe_wait.h"
 
 namespace epoch::server {
@@ -29,15 +30,15 @@ namespace epoch::server {
 class RecipeCall : public std::enable_shared_from_this<RecipeCall> {
  public:
   // Creates the call and its reactor (return reactor() from the handler).
-  static std::shared_ptr<RecipeCall> Create(grpc::CallbackServerContext* ctx) {
+  static std::shared_ptr<RecipeCall> Create(rpc::CallContext* ctx) {
     std::shared_ptr<RecipeCall> call(new RecipeCall(ctx));
     call->reactor_ = new Reactor(call);
     return call;
   }
 
-  [[nodiscard]] grpc::ServerUnaryReactor* reactor() const { return reactor_; }
+  [[nodiscard]] rpc::UnaryReactor* reactor() const { return reactor_; }
   // Only for the path that finishes the call (inside Finish's `fill`): gone after OnDone.
-  [[nodiscard]] grpc::CallbackServerContext* context() const { return ctx_; }
+  [[nodiscard]] rpc::CallContext* context() const { return ctx_; }
   // The client's deadline (copied: safe after the call ended).
   [[nodiscard]] std::chrono::system_clock::time_point deadline() const { return deadline_; }
 
@@ -85,7 +86,7 @@ class RecipeCall : public std::enable_shared_from_this<RecipeCall> {
   }
 
  private:
-  class Reactor final : public grpc::ServerUnaryReactor {
+  class Reactor final : public rpc::UnaryReactor {
    public:
     explicit Reactor(std::shared_ptr<RecipeCall> call) : call_(std::move(call)) {}
     void OnCancel() override { call_->OnCancel(); }
@@ -95,7 +96,7 @@ class RecipeCall : public std::enable_shared_from_this<RecipeCall> {
     std::shared_ptr<RecipeCall> call_;
   };
 
-  explicit RecipeCall(grpc::CallbackServerContext* ctx) : ctx_(ctx), deadline_(ctx->deadline()) {}
+  explicit RecipeCall(rpc::CallContext* ctx) : ctx_(ctx), deadline_(ctx->deadline()) {}
 
   bool Claim() {
     std::lock_guard lock(mu_);
@@ -116,7 +117,7 @@ class RecipeCall : public std::enable_shared_from_this<RecipeCall> {
     if (wait && wait->Cancel()) RunCleanup();
   }
 
-  grpc::CallbackServerContext* const ctx_;
+  rpc::CallContext* const ctx_;
   const std::chrono::system_clock::time_point deadline_;
   Reactor* reactor_ = nullptr;  // valid until Finish (the reactor deletes itself in OnDone)
 

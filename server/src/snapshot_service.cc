@@ -7,8 +7,7 @@
 namespace epoch::server {
 namespace {
 
-class SnapshotStreamReactor final
-    : public grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse> {
+class SnapshotStreamReactor final : public rpc::WriteReactor<etcdserverpb::SnapshotResponse> {
  public:
   SnapshotStreamReactor(NodeContext& node, SnapshotManager& snapshots, std::size_t message_bytes)
       : node_(node), message_bytes_(message_bytes) {
@@ -55,8 +54,9 @@ class SnapshotStreamReactor final
 
 }  // namespace
 
-grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* StartSnapshotStream(
-    NodeContext& node, SnapshotManager& snapshots, std::size_t message_bytes) {
+rpc::WriteReactor<etcdserverpb::SnapshotResponse>* StartSnapshotStream(NodeContext& node,
+                                                                       SnapshotManager& snapshots,
+                                                                       std::size_t message_bytes) {
   return new SnapshotStreamReactor(node, snapshots, message_bytes);
 }
 

@@ -9,6 +9,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "etcdserverpb/rpc.pb.h"
 #include "snapshot_manager.h"
@@ -16,7 +17,8 @@
 namespace epoch::server {
 
 // Starts the stream; the reactor deletes itself when the RPC is done.
-grpc::ServerWriteReactor<etcdserverpb::SnapshotResponse>* StartSnapshotStream(
-    NodeContext& node, SnapshotManager& snapshots, std::size_t message_bytes);
+rpc::WriteReactor<etcdserverpb::SnapshotResponse>* StartSnapshotStream(NodeContext& node,
+                                                                       SnapshotManager& snapshots,
+                                                                       std::size_t message_bytes);
 
 }  // namespace epoch::server

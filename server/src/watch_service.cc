@@ -10,7 +10,7 @@ namespace epoch::server {
 namespace {
 
 // clientv3's WithRequireLeader metadata (etcd-io/etcd:api/v3rpc/rpctypes/md.go).
-bool RequiresLeader(const grpc::CallbackServerContext* context) {
+bool RequiresLeader(const rpc::CallContext* context) {
   const auto& metadata = context->client_metadata();
   auto [begin, end] = metadata.equal_range("hasleader");
   for (auto it = begin; it != end; ++it) {
@@ -26,7 +26,7 @@ bool HasLeader(NodeContext& node) { return node.driver().status().leader != raft
 // One Watch call. Owns itself from creation until OnDone (self_); the session's write callback
 // holds it weakly, so a write racing with the end of the call finds it gone or finishing.
 class WatchService::Stream final
-    : public grpc::ServerBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>,
+    : public rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>,
       public std::enable_shared_from_this<Stream> {
  public:
   explicit Stream(WatchService& service) : service_(service) {}
@@ -150,8 +150,8 @@ WatchService::~WatchService() {
   if (thread_.joinable()) thread_.join();
 }
 
-grpc::ServerBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>*
-WatchService::Watch(grpc::CallbackServerContext* context) {
+rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* WatchService::Watch(
+    rpc::CallContext* context) {
   auto stream = std::make_shared<Stream>(*this);
   const bool require_leader = RequiresLeader(context);
   if (require_leader && !HasLeader(node_)) {
@@ -208,6 +208,11 @@ void WatchService::CheckLeader() {
                  node_.config().self_id().value(), leaderless_checks_, streams.size());
   }
   for (const auto& s : streams) s->End(ToGrpc(etcd_errors::kNoLeader));
+}
+
+void WatchService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::Watch::AsyncService;
+  server.Bidi(this, &Async::RequestWatch, [this](rpc::CallContext* c) { return Watch(c); });
 }
 
 }  // namespace epoch::server

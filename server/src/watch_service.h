@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "async_rpc.h"
 #include "epoch/server/node_context.h"
 #include "epoch/server/watch_hub.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -37,8 +38,11 @@ struct WatchServiceOptions {
   int leaderless_checks_max = 3;
 };
 
-class WatchService final : public etcdserverpb::Watch::CallbackService {
+class WatchService final : public etcdserverpb::Watch::AsyncService {
  public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
   WatchService(NodeContext& node, WatchServiceOptions options);
   ~WatchService() override;
   WatchService(const WatchService&) = delete;
@@ -47,8 +51,8 @@ class WatchService final : public etcdserverpb::Watch::CallbackService {
   // Where applied events go (KvStateMachine's applied hook calls Publish on it).
   [[nodiscard]] const std::shared_ptr<WatchHub>& hub() const { return hub_; }
 
-  grpc::ServerBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* Watch(
-      grpc::CallbackServerContext* context) override;
+  rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* Watch(
+      rpc::CallContext* context);
 
  private:
   class Stream;

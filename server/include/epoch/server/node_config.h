@@ -76,6 +76,9 @@ struct NodeConfig {
   // --quota-backend-bytes, as etcd's: the store size at which this member raises the NOSPACE
   // alarm (server/README.md "Alarms and the space quota"). 0: the default, 2 GiB; < 0: none.
   std::int64_t quota_backend_bytes = 0;
+  // --grpc-threads: threads serving client calls, each with its own completion queue
+  // (server/src/async_rpc.h). One polls, reads, answers and finishes a call without a thread hop.
+  int grpc_threads = 1;
   // The quota in force: quota_backend_bytes resolved (0 when there is none).
   [[nodiscard]] std::int64_t SpaceQuotaBytes() const;
 

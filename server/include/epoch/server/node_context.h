@@ -23,6 +23,9 @@ namespace epoch::server {
 class LeaderForwarder;
 class PeerForwarder;
 class SpaceQuota;
+namespace rpc {
+class ClientQueue;
+}
 
 class NodeContext {
  public:
@@ -62,6 +65,8 @@ class NodeContext {
   [[nodiscard]] RaftDriver& driver() { return driver_; }
   [[nodiscard]] KvStore& store() { return store_; }
   [[nodiscard]] asio::thread_pool& read_pool() { return read_pool_; }
+  // Where this node's own gRPC client calls complete (opened by the running rpc::Server).
+  [[nodiscard]] rpc::ClientQueue& client_queue() { return *client_queue_; }
 
  private:
   void WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
@@ -71,6 +76,7 @@ class NodeContext {
   RaftDriver& driver_;
   KvStore& store_;
   asio::thread_pool& read_pool_;
+  std::unique_ptr<rpc::ClientQueue> client_queue_;  // before forwarder_, which uses it
   std::unique_ptr<LeaderForwarder> forwarder_;
   PeerForwarder* peer_forwarder_ = nullptr;
   SpaceQuota* space_quota_ = nullptr;

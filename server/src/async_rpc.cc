@@ -1,0 +1,86 @@
+#include "async_rpc.h"
+
+#include "epoch/thread_name.h"
+
+namespace epoch::server::rpc {
+
+void UnaryReactor::Finish(grpc::Status status) {
+  detail::UnaryOps* call = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (call_ == nullptr) {
+      held_ = std::move(status);
+      return;
+    }
+    call = call_;
+  }
+  call->SendFinish(std::move(status));
+}
+
+void UnaryReactor::Bind(detail::UnaryOps* call) {
+  std::optional<grpc::Status> held;
+  {
+    std::lock_guard lock(mu_);
+    call_ = call;
+    held = std::move(held_);
+    held_.reset();
+  }
+  if (held) call->SendFinish(std::move(*held));
+}
+
+bool ClientQueue::Run(const std::function<void(grpc::CompletionQueue*)>& start) {
+  std::lock_guard lock(mu_);
+  if (cq_ == nullptr) return false;
+  start(cq_);
+  return true;
+}
+
+void ClientQueue::Open(grpc::CompletionQueue* cq) {
+  std::lock_guard lock(mu_);
+  cq_ = cq;
+}
+
+void ClientQueue::Close() {
+  std::lock_guard lock(mu_);
+  cq_ = nullptr;
+}
+
+void Server::AddTo(grpc::ServerBuilder& builder) {
+  for (int i = 0; i < threads_; ++i) queues_.push_back(builder.AddCompletionQueue());
+}
+
+void Server::Start(ClientQueue* client) {
+  for (auto& queue : queues_) {
+    for (auto& method : methods_) {
+      for (int i = 0; i < method->pending; ++i) method->RequestCall(queue.get());
+    }
+  }
+  for (auto& queue : queues_) {
+    workers_.emplace_back([cq = queue.get()] {
+      SetThreadName("epoch-grpc");
+      void* tag = nullptr;
+      bool ok = false;
+      while (cq->Next(&tag, &ok)) static_cast<detail::Tag*>(tag)->Done(ok);
+    });
+  }
+  client_ = client;
+  if (client_ != nullptr && !queues_.empty()) client_->Open(queues_.front().get());
+}
+
+void Server::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (client_ != nullptr) client_->Close();  // no call starts on a queue that shuts down
+  for (auto& queue : queues_) queue->Shutdown();
+  for (std::thread& worker : workers_) worker.join();
+  if (workers_.empty()) {  // never started: drain here
+    for (auto& queue : queues_) {
+      void* tag = nullptr;
+      bool ok = false;
+      while (queue->Next(&tag, &ok)) static_cast<detail::Tag*>(tag)->Done(ok);
+    }
+  }
+  workers_.clear();
+}
+
+}  // namespace epoch::server::rpc

@@ -1,0 +1,523 @@
+// rpc: gRPC's asynchronous server API behind reactors shaped like its callback API's.
+//
+// Why: Debian's gRPC 1.51 runs callback-API handlers on two "nexting" threads per process that
+// take turns polling; under load nearly every completion hands the poller role from one to the
+// other (a futex wake and a context switch each, expensive on this kind of VM). Here each
+// completion queue has one thread that polls, runs the handlers and the reactions itself, so a
+// request read, answered and finished on that thread crosses no thread at all. Measured:
+// bench/kv/PROFILE.md "Session 14". Every service must be served this way: one callback method
+// anywhere in the process brings the nexting threads back, and they poll every connection.
+//
+// Shape: a service derives from the generated `AsyncService` and registers each of its methods
+// with Server. Handlers look like the callback API's (a context, the request, the response;
+// they return a reactor), and reactors have the callback API's methods (Finish, StartRead,
+// StartWrite; OnCancel, OnReadDone, OnWriteDone, OnDone), so a service's code reads the same.
+// Differences from the callback API:
+//   - reactions always run on a completion-queue thread, never inline inside an operation;
+//   - a unary reactor hears OnCancel only when its method was registered with notify_cancel
+//     (watching for cancellation costs an extra operation per call).
+//
+// Threading: Finish, StartRead and StartWrite may be called from any thread, also before the
+// handler returned (they are held until then); at most one read and one write outstanding per
+// stream; Finish once, not while a write is outstanding. A reactor must not be used after its
+// OnDone.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+// GCC's -Wmaybe-uninitialized misfires (sanitizer builds) on the calls through pointers to the
+// generated AsyncService's RequestX members below.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace epoch::server::rpc {
+
+namespace detail {
+
+// What a completion-queue event is delivered to.
+class Tag {
+ public:
+  virtual void Done(bool ok) = 0;
+
+ protected:
+  ~Tag() = default;
+};
+
+// A call's operations, as its reactor starts them.
+class UnaryOps {
+ public:
+  virtual void SendFinish(grpc::Status status) = 0;
+
+ protected:
+  ~UnaryOps() = default;
+};
+
+template <typename Request, typename Response>
+class StreamOps {
+ public:
+  virtual void SendRead(Request* request) = 0;
+  virtual void SendWrite(const Response* response) = 0;
+  virtual void SendFinish(grpc::Status status) = 0;
+
+ protected:
+  ~StreamOps() = default;
+};
+
+}  // namespace detail
+
+class UnaryReactor {
+ public:
+  virtual ~UnaryReactor() = default;
+  // Sends the response (status OK) or the error. Once.
+  void Finish(grpc::Status status);
+  virtual void OnCancel() {}
+  virtual void OnDone() {}
+
+  // The framework's: attaches the call and sends a Finish that came before.
+  void Bind(detail::UnaryOps* call);
+
+ private:
+  std::mutex mu_;
+  detail::UnaryOps* call_ = nullptr;  // guarded by mu_
+  std::optional<grpc::Status> held_;  // a Finish before Bind; guarded by mu_
+};
+
+// Operations a stream reactor started before its handler returned, sent by Bind in order.
+template <typename Request, typename Response>
+class StreamReactorBase {
+ public:
+  virtual ~StreamReactorBase() = default;
+  virtual void OnWriteDone(bool /*ok*/) {}
+  virtual void OnCancel() {}
+  virtual void OnDone() = 0;
+
+  void Bind(detail::StreamOps<Request, Response>* call) {
+    Request* read = nullptr;
+    const Response* write = nullptr;
+    std::optional<grpc::Status> finish;
+    {
+      std::lock_guard lock(mu_);
+      call_ = call;
+      read = held_read_;
+      write = held_write_;
+      finish = std::move(held_finish_);
+    }
+    if (read != nullptr) call->SendRead(read);
+    if (write != nullptr) call->SendWrite(write);
+    if (finish) call->SendFinish(std::move(*finish));
+  }
+
+ protected:
+  void DoStartRead(Request* request) {
+    if (auto* call = Held([&] { held_read_ = request; })) call->SendRead(request);
+  }
+  void DoStartWrite(const Response* response) {
+    if (auto* call = Held([&] { held_write_ = response; })) call->SendWrite(response);
+  }
+  void DoFinish(grpc::Status status) {
+    if (auto* call = Held([&] { held_finish_ = status; })) call->SendFinish(std::move(status));
+  }
+
+ private:
+  // The call, or null after `hold` kept the operation for Bind.
+  template <typename Hold>
+  detail::StreamOps<Request, Response>* Held(Hold hold) {
+    std::lock_guard lock(mu_);
+    if (call_ == nullptr) hold();
+    return call_;
+  }
+
+  std::mutex mu_;
+  detail::StreamOps<Request, Response>* call_ = nullptr;  // guarded by mu_
+  Request* held_read_ = nullptr;                          // guarded by mu_
+  const Response* held_write_ = nullptr;                  // guarded by mu_
+  std::optional<grpc::Status> held_finish_;               // guarded by mu_
+};
+
+template <typename Request, typename Response>
+class BidiReactor : public StreamReactorBase<Request, Response> {
+ public:
+  void StartRead(Request* request) { this->DoStartRead(request); }
+  void StartWrite(const Response* response) { this->DoStartWrite(response); }
+  void Finish(grpc::Status status) { this->DoFinish(std::move(status)); }
+  virtual void OnReadDone(bool /*ok*/) {}
+};
+
+// Server streaming: the request came with the call.
+template <typename Response>
+class WriteReactor : public StreamReactorBase<std::nullptr_t, Response> {
+ public:
+  void StartWrite(const Response* response) { this->DoStartWrite(response); }
+  void Finish(grpc::Status status) { this->DoFinish(std::move(status)); }
+};
+
+// A call's context (deadline, metadata, peer) and, for unary calls, the reactor most handlers
+// answer with.
+class CallContext : public grpc::ServerContext {
+ public:
+  UnaryReactor* DefaultReactor() { return &default_reactor_; }
+
+ private:
+  UnaryReactor default_reactor_;
+};
+
+struct UnaryOptions {
+  int pending = 2;             // calls requested ahead, per completion queue
+  bool notify_cancel = false;  // the reactor hears OnCancel
+};
+
+namespace detail {
+
+class MethodBase {
+ public:
+  virtual ~MethodBase() = default;
+  // Requests the next call of this method on `cq`.
+  virtual void RequestCall(grpc::ServerCompletionQueue* cq) = 0;
+  int pending = 2;
+};
+
+// One event kind of one call.
+template <typename Call>
+class CallTag final : public Tag {
+ public:
+  using Handler = void (Call::*)(bool);
+  CallTag(Call* call, Handler handler) : call_(call), handler_(handler) {}
+  void Done(bool ok) override { (call_->*handler_)(ok); }
+
+ private:
+  Call* call_;
+  Handler handler_;
+};
+
+template <typename Service, typename Request, typename Response>
+class UnaryMethod;
+
+template <typename Service, typename Request, typename Response>
+class UnaryCall final : public UnaryOps {
+ public:
+  using Method = UnaryMethod<Service, Request, Response>;
+  UnaryCall(const Method* method, grpc::ServerCompletionQueue* cq)
+      : method_(method), cq_(cq), writer_(&ctx_) {
+    if (method_->options.notify_cancel) ctx_.AsyncNotifyWhenDone(&done_tag_);
+    (method_->service->*method_->request)(&ctx_, &request_, &writer_, cq_, cq_, &start_tag_);
+  }
+
+  void SendFinish(grpc::Status status) override {
+    if (status.ok()) {
+      writer_.Finish(response_, status, &finish_tag_);
+    } else {
+      writer_.FinishWithError(status, &finish_tag_);
+    }
+  }
+
+ private:
+  void OnStart(bool ok) {
+    if (!ok) {  // the server is shutting down: no call came
+      delete this;
+      return;
+    }
+    new UnaryCall(method_, cq_);
+    reactor_ = method_->handler(&ctx_, &request_, &response_);
+    reactor_->Bind(this);
+    if (cancel_seen_) reactor_->OnCancel();
+  }
+  void OnFinish(bool) {
+    finished_ = true;
+    MaybeDone();
+  }
+  void OnCallDone(bool) {
+    done_ = true;
+    if (ctx_.IsCancelled()) {
+      if (reactor_ != nullptr) {
+        reactor_->OnCancel();
+      } else {
+        cancel_seen_ = true;
+      }
+    }
+    MaybeDone();
+  }
+  void MaybeDone() {
+    if (!finished_ || (method_->options.notify_cancel && !done_)) return;
+    reactor_->OnDone();
+    delete this;
+  }
+
+  const Method* method_;
+  grpc::ServerCompletionQueue* cq_;
+  CallContext ctx_;
+  Request request_;
+  Response response_;
+  grpc::ServerAsyncResponseWriter<Response> writer_;
+  UnaryReactor* reactor_ = nullptr;
+  // Completion-queue thread only.
+  bool finished_ = false;
+  bool done_ = false;
+  bool cancel_seen_ = false;
+  CallTag<UnaryCall> start_tag_{this, &UnaryCall::OnStart};
+  CallTag<UnaryCall> finish_tag_{this, &UnaryCall::OnFinish};
+  CallTag<UnaryCall> done_tag_{this, &UnaryCall::OnCallDone};
+};
+
+template <typename Service, typename Request, typename Response>
+class UnaryMethod final : public MethodBase {
+ public:
+  using RequestFn = void (Service::*)(grpc::ServerContext*, Request*,
+                                      grpc::ServerAsyncResponseWriter<Response>*,
+                                      grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using Handler = std::function<UnaryReactor*(CallContext*, const Request*, Response*)>;
+  UnaryMethod(Service* s, RequestFn r, Handler h, UnaryOptions o)
+      : service(s), request(r), handler(std::move(h)), options(o) {}
+  void RequestCall(grpc::ServerCompletionQueue* cq) override {
+    new UnaryCall<Service, Request, Response>(this, cq);
+  }
+
+  Service* service;
+  RequestFn request;
+  Handler handler;
+  UnaryOptions options;
+};
+
+// A streaming call: `Stream` is ServerAsyncReaderWriter or ServerAsyncWriter; `Reactor` the
+// matching reactor; `Start` requests the call and, once it came, makes the reactor.
+template <typename Request, typename Response, typename Stream, typename Reactor>
+class StreamCall : public StreamOps<Request, Response> {
+ public:
+  void SendRead(Request* request) override {
+    if constexpr (!std::is_same_v<Request, std::nullptr_t>) {
+      reading_ = true;
+      stream_.Read(request, &read_tag_);
+    } else {
+      (void)request;
+    }
+  }
+  void SendWrite(const Response* response) override {
+    writing_ = true;
+    stream_.Write(*response, &write_tag_);
+  }
+  void SendFinish(grpc::Status status) override { stream_.Finish(status, &finish_tag_); }
+
+ protected:
+  explicit StreamCall(grpc::ServerCompletionQueue* cq) : cq_(cq), stream_(&ctx_) {
+    ctx_.AsyncNotifyWhenDone(&done_tag_);
+  }
+  virtual ~StreamCall() = default;
+  virtual Reactor* MakeReactor() = 0;
+  virtual void RequestNext() = 0;
+
+  grpc::ServerCompletionQueue* cq_;
+  CallContext ctx_;
+  Stream stream_;
+  CallTag<StreamCall> start_tag_{this, &StreamCall::OnStart};
+
+ private:
+  void OnStart(bool ok) {
+    if (!ok) {
+      delete this;
+      return;
+    }
+    RequestNext();
+    reactor_ = MakeReactor();
+    reactor_->Bind(this);
+    if (cancel_seen_) reactor_->OnCancel();
+  }
+  void OnRead(bool ok) {
+    reading_ = false;
+    if constexpr (!std::is_same_v<Request, std::nullptr_t>) reactor_->OnReadDone(ok);
+    MaybeDone();
+  }
+  void OnWrite(bool ok) {
+    writing_ = false;
+    reactor_->OnWriteDone(ok);
+    MaybeDone();
+  }
+  void OnFinish(bool) {
+    finished_ = true;
+    MaybeDone();
+  }
+  void OnCallDone(bool) {
+    done_ = true;
+    if (ctx_.IsCancelled()) {
+      if (reactor_ != nullptr) {
+        reactor_->OnCancel();
+      } else {
+        cancel_seen_ = true;
+      }
+    }
+    MaybeDone();
+  }
+  void MaybeDone() {
+    if (!finished_ || !done_ || reading_ || writing_) return;
+    reactor_->OnDone();
+    delete this;
+  }
+
+  Reactor* reactor_ = nullptr;
+  // Set by the thread starting the operation, cleared on the completion-queue thread by its
+  // completion, which cannot come before the start returned.
+  std::atomic<bool> reading_{false};
+  std::atomic<bool> writing_{false};
+  // Completion-queue thread only.
+  bool finished_ = false;
+  bool done_ = false;
+  bool cancel_seen_ = false;
+  CallTag<StreamCall> read_tag_{this, &StreamCall::OnRead};
+  CallTag<StreamCall> write_tag_{this, &StreamCall::OnWrite};
+  CallTag<StreamCall> finish_tag_{this, &StreamCall::OnFinish};
+  CallTag<StreamCall> done_tag_{this, &StreamCall::OnCallDone};
+};
+
+template <typename Service, typename Request, typename Response>
+class BidiMethod final : public MethodBase {
+ public:
+  using Stream = grpc::ServerAsyncReaderWriter<Response, Request>;
+  using Reactor = BidiReactor<Request, Response>;
+  using RequestFn = void (Service::*)(grpc::ServerContext*, Stream*, grpc::CompletionQueue*,
+                                      grpc::ServerCompletionQueue*, void*);
+  using Handler = std::function<Reactor*(CallContext*)>;
+  BidiMethod(Service* s, RequestFn r, Handler h) : service(s), request(r), handler(std::move(h)) {}
+
+  class Call final : public StreamCall<Request, Response, Stream, Reactor> {
+   public:
+    Call(const BidiMethod* method, grpc::ServerCompletionQueue* cq)
+        : StreamCall<Request, Response, Stream, Reactor>(cq), method_(method) {
+      (method_->service->*method_->request)(&this->ctx_, &this->stream_, cq, cq, &this->start_tag_);
+    }
+
+   private:
+    Reactor* MakeReactor() override { return method_->handler(&this->ctx_); }
+    void RequestNext() override { new Call(method_, this->cq_); }
+    const BidiMethod* method_;
+  };
+
+  void RequestCall(grpc::ServerCompletionQueue* cq) override { new Call(this, cq); }
+
+  Service* service;
+  RequestFn request;
+  Handler handler;
+};
+
+template <typename Service, typename Request, typename Response>
+class ServerStreamMethod final : public MethodBase {
+ public:
+  using Stream = grpc::ServerAsyncWriter<Response>;
+  using Reactor = WriteReactor<Response>;
+  using RequestFn = void (Service::*)(grpc::ServerContext*, Request*, Stream*,
+                                      grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using Handler = std::function<Reactor*(CallContext*, const Request*)>;
+  ServerStreamMethod(Service* s, RequestFn r, Handler h)
+      : service(s), request(r), handler(std::move(h)) {}
+
+  class Call final : public StreamCall<std::nullptr_t, Response, Stream, Reactor> {
+   public:
+    Call(const ServerStreamMethod* method, grpc::ServerCompletionQueue* cq)
+        : StreamCall<std::nullptr_t, Response, Stream, Reactor>(cq), method_(method) {
+      (method_->service->*method_->request)(&this->ctx_, &request_, &this->stream_, cq, cq,
+                                            &this->start_tag_);
+    }
+
+   private:
+    Reactor* MakeReactor() override { return method_->handler(&this->ctx_, &request_); }
+    void RequestNext() override { new Call(method_, this->cq_); }
+    const ServerStreamMethod* method_;
+    Request request_;
+  };
+
+  void RequestCall(grpc::ServerCompletionQueue* cq) override { new Call(this, cq); }
+
+  Service* service;
+  RequestFn request;
+  Handler handler;
+};
+
+}  // namespace detail
+
+// Where the server's own client calls (forwarding to the leader) complete: the first queue of
+// the running Server, so that no thread of another kind polls (see the top of this file).
+class ClientQueue {
+ public:
+  // Runs `start` with the queue, under the lock, while the queue is open: what it starts
+  // completes on a server thread, as a detail::Tag. False, without running it, when closed.
+  bool Run(const std::function<void(grpc::CompletionQueue*)>& start);
+  void Open(grpc::CompletionQueue* cq);
+  void Close();
+
+ private:
+  std::mutex mu_;
+  grpc::CompletionQueue* cq_ = nullptr;  // guarded by mu_
+};
+
+// The completion queues, their threads and the registered methods of one grpc::Server.
+class Server {
+ public:
+  explicit Server(int threads) : threads_(threads < 1 ? 1 : threads) {}
+  ~Server() { Stop(); }
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Before builder.BuildAndStart().
+  void AddTo(grpc::ServerBuilder& builder);
+
+  // `request` is the generated AsyncService's RequestX; `handler` makes the call's reactor.
+  template <typename Owner, typename Request, typename Response, typename Handler>
+  void Unary(std::type_identity_t<Owner>* service,
+             void (Owner::*request)(grpc::ServerContext*, Request*,
+                                    grpc::ServerAsyncResponseWriter<Response>*,
+                                    grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
+             Handler handler, UnaryOptions options = {}) {
+    auto m = std::make_unique<detail::UnaryMethod<Owner, Request, Response>>(
+        service, request, std::move(handler), options);
+    m->pending = options.pending;
+    methods_.push_back(std::move(m));
+  }
+  template <typename Owner, typename Request, typename Response, typename Handler>
+  void Bidi(std::type_identity_t<Owner>* service,
+            void (Owner::*request)(grpc::ServerContext*,
+                                   grpc::ServerAsyncReaderWriter<Response, Request>*,
+                                   grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
+            Handler handler) {
+    methods_.push_back(std::make_unique<detail::BidiMethod<Owner, Request, Response>>(
+        service, request, std::move(handler)));
+  }
+  template <typename Owner, typename Request, typename Response, typename Handler>
+  void ServerStream(std::type_identity_t<Owner>* service,
+                    void (Owner::*request)(grpc::ServerContext*, Request*,
+                                           grpc::ServerAsyncWriter<Response>*,
+                                           grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
+                                           void*),
+                    Handler handler) {
+    methods_.push_back(std::make_unique<detail::ServerStreamMethod<Owner, Request, Response>>(
+        service, request, std::move(handler)));
+  }
+
+  // After BuildAndStart(): requests the first calls, starts the threads and opens `client`.
+  void Start(ClientQueue* client);
+  // After grpc::Server::Shutdown() and after everything that may still finish a call has
+  // stopped: shuts the queues down and joins their threads once they drained.
+  void Stop();
+
+ private:
+  const int threads_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::vector<std::unique_ptr<detail::MethodBase>> methods_;
+  std::vector<std::thread> workers_;
+  ClientQueue* client_ = nullptr;
+  bool stopped_ = false;
+};
+
+}  // namespace epoch::server::rpc
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
