@@ -24,7 +24,8 @@ class SnapshotStreamReactor final : public rpc::WriteReactor<etcdserverpb::Snaps
 
   void OnWriteDone(bool ok) override {
     if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "snapshot stream broken"));
-    WriteNext();
+    // The next piece reads files: not on the thread that serves every client call.
+    asio::post(node_.read_pool(), [this] { WriteNext(); });
   }
 
   void OnDone() override { delete this; }

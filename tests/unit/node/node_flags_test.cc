@@ -104,6 +104,20 @@ TEST_CASE("flags: request limits, within the state machine's caps", "[server][co
   CHECK_FALSE(Parse(With(BaseArgs(), {"--max-txn-ops", "0"})).parsed);
 }
 
+TEST_CASE("flags: --grpc-threads, 1 by default, 1 to 64", "[server][config][flags]") {
+  Parsed p = Parse(BaseArgs());
+  REQUIRE(p.parsed);
+  CHECK(p.config.grpc_threads == 1);
+  Parsed four = Parse(With(BaseArgs(), {"--grpc-threads", "4"}));
+  REQUIRE(four.parsed);
+  CHECK(four.config.grpc_threads == 4);
+  for (const char* bad : {"0", "65", "-1"}) {
+    Parsed refused = Parse(With(BaseArgs(), {"--grpc-threads", bad}));
+    CHECK_FALSE(refused.parsed);
+    CHECK(refused.parse_error.find("--grpc-threads") != std::string::npos);
+  }
+}
+
 TEST_CASE("flags: --quota-backend-bytes as etcd's: 0 is 2 GiB, negative is none",
           "[server][config][flags]") {
   Parsed none_given = Parse(BaseArgs());
