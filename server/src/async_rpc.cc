@@ -60,7 +60,11 @@ void Server::Start(ClientQueue* client) {
       SetThreadName("epoch-grpc");
       void* tag = nullptr;
       bool ok = false;
-      while (cq->Next(&tag, &ok)) static_cast<detail::Tag*>(tag)->Done(ok);
+      while (cq->Next(&tag, &ok)) {
+        auto* t = static_cast<detail::Tag*>(tag);
+        t->Delivered();
+        t->Done(ok);
+      }
     });
   }
   client_ = client;
@@ -77,7 +81,11 @@ void Server::Stop() {
     for (auto& queue : queues_) {
       void* tag = nullptr;
       bool ok = false;
-      while (queue->Next(&tag, &ok)) static_cast<detail::Tag*>(tag)->Done(ok);
+      while (queue->Next(&tag, &ok)) {
+        auto* t = static_cast<detail::Tag*>(tag);
+        t->Delivered();
+        t->Done(ok);
+      }
     }
   }
   workers_.clear();

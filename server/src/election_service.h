@@ -24,7 +24,7 @@
 // etcd's recipe errors are plain Go errors, i.e. gRPC code UNKNOWN with the same text. Lease rules
 // as LockService (unknown lease: "etcdserver: requested lease not found"; lease 0: a 60 s lease).
 //
-// Threading: gRPC's callback API; no handler thread is held while waiting or observing.
+// Threading: async_rpc.h reactors; no handler thread is held while waiting or observing.
 #pragma once
 
 #include "async_rpc.h"

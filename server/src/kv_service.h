@@ -1,4 +1,4 @@
-// KvService: etcdserverpb.KV over gRPC's callback API — a thin adapter over NodeContext.
+// KvService: etcdserverpb.KV on gRPC's async API (async_rpc.h) — a thin adapter over NodeContext.
 // Range and read-only Txn go through the read barrier (lease or ReadIndex, or none when
 // serializable) and then read the store on a read-pool thread; Put, DeleteRange, Txn and Compact
 // are validated here (bad input never reaches the log) and then written through the log.

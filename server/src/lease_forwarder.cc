@@ -44,7 +44,7 @@ void StartCall(rpc::ClientQueue& queue, std::shared_ptr<void> stub,
   const bool started = queue.Run([&](grpc::CompletionQueue* cq) {
     call->reader = prepare(&call->context, cq);
     call->reader->StartCall();
-    call->reader->Finish(&call->response, &call->status, call);
+    call->reader->Finish(&call->response, &call->status, call->Started());
   });
   if (started) return;
   call->status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "etcdserver: server stopped");

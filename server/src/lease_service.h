@@ -17,7 +17,7 @@
 // cluster clock, the maximum extension, attached keys with their fencing tokens), Renew (one
 // keep-alive; what followers forward to the leader) and ClockStatus.
 //
-// Threading: gRPC's callback API; handlers do not block (work continues in callbacks on the
+// Threading: async_rpc.h reactors; handlers do not block (work continues in callbacks on the
 // driver's strand, the read pool or gRPC client threads).
 #pragma once
 

@@ -19,7 +19,7 @@
 // A client cancel (or deadline) ends the wait and deletes K, as clientv3's Mutex does. Lease 0
 // grants a 60 s lease nobody keeps alive (etcd's NewSession default), as etcd does.
 //
-// Threading: gRPC's callback API; no handler thread is held while waiting. Work continues on
+// Threading: async_rpc.h reactors; no handler thread is held while waiting. Work continues on
 // the driver strand, the read pool and gRPC client threads.
 #pragma once
 

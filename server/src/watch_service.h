@@ -1,4 +1,4 @@
-// WatchService: etcdserverpb.Watch/Watch — the bidi stream over gRPC's callback API, a thin
+// WatchService: etcdserverpb.Watch/Watch — the bidi stream on async_rpc.h's reactors, a thin
 // adapter from each stream to a WatchSession, all fed by one WatchHub (watch_hub.h explains how
 // events flow and why none is lost or repeated).
 //

@@ -121,23 +121,30 @@ class WaitingReactor final : public rpc::UnaryReactor {
 
 TEST_CASE("rpc::Server tells a notify_cancel reactor about a cancelled call, then ends it") {
   Kv kv;
+  std::atomic<int> started{0};
   std::atomic<int> cancels{0};
   std::atomic<int> dones{0};
   TestServer server({&kv}, [&](rpc::Server& rpc) {
     rpc.Unary(
         &kv, &Kv::RequestTxn,
         [&](rpc::CallContext*, const etcdserverpb::TxnRequest*, etcdserverpb::TxnResponse*) {
+          ++started;
           return new WaitingReactor(cancels, dones);
         },
         rpc::UnaryOptions{.pending = 1, .notify_cancel = true});
   });
   auto stub = etcdserverpb::KV::NewStub(server.channel());
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 1; i <= 3; ++i) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 50ms);
-    etcdserverpb::TxnResponse response;
-    grpc::Status s = stub->Txn(&ctx, etcdserverpb::TxnRequest{}, &response);
-    CHECK(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+    grpc::Status status;
+    std::thread caller([&] {
+      etcdserverpb::TxnResponse response;
+      status = stub->Txn(&ctx, etcdserverpb::TxnRequest{}, &response);
+    });
+    REQUIRE(Eventually([&] { return started == i; }));  // the server holds the call
+    ctx.TryCancel();
+    caller.join();
+    CHECK(status.error_code() == grpc::StatusCode::CANCELLED);
   }
   CHECK(Eventually([&] { return cancels == 3 && dones == 3; }));
   server.Stop();
@@ -308,7 +315,7 @@ TEST_CASE("rpc::ClientQueue completes client calls on the server's queue; refuse
   REQUIRE(server.client_queue().Run([&](grpc::CompletionQueue* cq) {
     call.reader = stub->PrepareAsyncRange(&call.ctx, etcdserverpb::RangeRequest{}, cq);
     call.reader->StartCall();
-    call.reader->Finish(&call.response, &call.status, &call);
+    call.reader->Finish(&call.response, &call.status, call.Started());
   }));
   auto result = call.done.get_future().get();
   CHECK(result.first.ok());
