@@ -40,9 +40,31 @@ void ClientQueue::Open(grpc::CompletionQueue* cq) {
   cq_ = cq;
 }
 
-void ClientQueue::Close() {
+bool ClientQueue::Post(std::function<void()> fn) {
+  std::lock_guard lock(mu_);
+  if (cq_ == nullptr) return false;
+  posted_.push_back(std::move(fn));
+  if (!alarm_set_) {
+    alarm_set_ = true;
+    alarm_.Set(cq_, gpr_inf_past(GPR_CLOCK_MONOTONIC), drain_.Started());
+  }
+  return true;
+}
+
+void ClientQueue::RunPosted() {
+  std::vector<std::function<void()>> posted;
+  {
+    std::lock_guard lock(mu_);
+    posted.swap(posted_);
+    alarm_set_ = false;
+  }
+  for (auto& fn : posted) fn();
+}
+
+std::vector<std::function<void()>> ClientQueue::Close() {
   std::lock_guard lock(mu_);
   cq_ = nullptr;
+  return std::move(posted_);
 }
 
 void Server::AddTo(grpc::ServerBuilder& builder) {
@@ -74,7 +96,10 @@ void Server::Start(ClientQueue* client) {
 void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  if (client_ != nullptr) client_->Close();  // no call starts on a queue that shuts down
+  if (client_ != nullptr) {
+    // No call starts on a queue that shuts down: what was posted runs here, before.
+    for (auto& fn : client_->Close()) fn();
+  }
   for (auto& queue : queues_) queue->Shutdown();
   for (std::thread& worker : workers_) worker.join();
   if (workers_.empty()) {  // never started: drain here

@@ -23,6 +23,7 @@
 // OnDone.
 #pragma once
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -474,19 +475,39 @@ class ServerStreamMethod final : public MethodBase {
 
 }  // namespace detail
 
-// Where the server's own client calls (forwarding to the leader) complete: the first queue of
-// the running Server, so that no thread of another kind polls (see the top of this file).
+// The first queue of the running Server, for work of the server's own: its client calls
+// (forwarding to the leader) complete there, so that no thread of another kind polls (see the
+// top of this file), and Post runs functions on its thread (a follower's reads, once their
+// ReadIndex round is answered, are served and finished there as the leader's are).
 class ClientQueue {
  public:
   // Runs `start` with the queue, under the lock, while the queue is open: what it starts
   // completes on a server thread, as a detail::Tag. False, without running it, when closed.
   bool Run(const std::function<void(grpc::CompletionQueue*)>& start);
+  // Runs `fn` on the queue's thread soon; what is posted before it runs shares one wake-up (an
+  // alarm that fires at once). False, without keeping it, when closed.
+  bool Post(std::function<void()> fn);
   void Open(grpc::CompletionQueue* cq);
-  void Close();
+  // Closes the queue and returns what was posted but has not run (the caller runs it).
+  [[nodiscard]] std::vector<std::function<void()>> Close();
 
  private:
+  class Drain final : public detail::Tag {
+   public:
+    explicit Drain(ClientQueue* queue) : queue_(queue) {}
+    void Done(bool) override { queue_->RunPosted(); }
+
+   private:
+    ClientQueue* queue_;
+  };
+  void RunPosted();
+
   std::mutex mu_;
-  grpc::CompletionQueue* cq_ = nullptr;  // guarded by mu_
+  grpc::CompletionQueue* cq_ = nullptr;        // guarded by mu_
+  std::vector<std::function<void()>> posted_;  // guarded by mu_
+  bool alarm_set_ = false;                     // guarded by mu_
+  grpc::Alarm alarm_;
+  Drain drain_{this};
 };
 
 // The completion queues, their threads and the registered methods of one grpc::Server.

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -322,6 +323,51 @@ TEST_CASE("rpc::ClientQueue completes client calls on the server's queue; refuse
   CHECK(result.second == 42);
   server.Stop();
   CHECK_FALSE(server.client_queue().Run([](grpc::CompletionQueue*) {}));
+}
+
+}  // namespace
+}  // namespace epoch::server
+
+namespace epoch::server {
+namespace {
+
+TEST_CASE(
+    "rpc::ClientQueue::Post runs functions on the queue's thread, in order; not when closed") {
+  rpc::ClientQueue closed;
+  CHECK_FALSE(closed.Post([] { FAIL("ran on a closed queue"); }));
+  CHECK(closed.Close().empty());
+
+  Kv kv;
+  TestServer server({&kv}, [&](rpc::Server& rpc) {
+    rpc.Unary(
+        &kv, &Kv::RequestRange,
+        [](rpc::CallContext* ctx, const etcdserverpb::RangeRequest*, etcdserverpb::RangeResponse*) {
+          rpc::UnaryReactor* reactor = ctx->DefaultReactor();
+          reactor->Finish(grpc::Status::OK);
+          return reactor;
+        });
+  });
+  std::mutex mu;
+  std::vector<int> ran;
+  std::vector<std::thread::id> threads;
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(server.client_queue().Post([&, i] {
+      std::lock_guard lock(mu);
+      ran.push_back(i);
+      threads.push_back(std::this_thread::get_id());
+    }));
+  }
+  REQUIRE(Eventually([&] {
+    std::lock_guard lock(mu);
+    return ran.size() == 100;
+  }));
+  std::vector<int> expected(100);
+  for (int i = 0; i < 100; ++i) expected[static_cast<std::size_t>(i)] = i;
+  CHECK(ran == expected);
+  CHECK(std::count(threads.begin(), threads.end(), threads.front()) == 100);  // one thread
+  CHECK(threads.front() != std::this_thread::get_id());
+  server.Stop();
+  CHECK_FALSE(server.client_queue().Post([] {}));
 }
 
 }  // namespace

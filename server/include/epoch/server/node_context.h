@@ -44,8 +44,9 @@ class NodeContext {
   void Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
              WriteCallback done);
   // Calls `done` once a linearizable read may be served (ReadIndex or lease), or at once for a
-  // serializable read: on a read-pool thread, or on the calling thread when `cheap` (a read of
-  // one key) and no wait was needed (serializable, or the leader's lease holds).
+  // serializable read: on a read-pool thread; or, when `cheap` (a read of one key), on the
+  // calling thread if no wait was needed (serializable, or the leader's lease holds) and on the
+  // gRPC server's thread after a ReadIndex round.
   void ReadBarrier(bool serializable, ReadyCallback done, bool cheap = false);
 
   // Before any Write: KV writes are then forwarded over the peer link. Not owned.
