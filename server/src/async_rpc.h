@@ -328,7 +328,7 @@ class UnaryMethod final : public MethodBase {
 };
 
 // A streaming call: `Stream` is ServerAsyncReaderWriter or ServerAsyncWriter; `Reactor` the
-// matching reactor; `Start` requests the call and, once it came, makes the reactor.
+// matching reactor; the derived Call requests the call, and OnStart makes the reactor once it came.
 template <typename Request, typename Response, typename Stream, typename Reactor>
 class StreamCall : public StreamOps<Request, Response> {
  public:
@@ -395,8 +395,8 @@ class StreamCall : public StreamOps<Request, Response> {
   }
 
   Reactor* reactor_ = nullptr;
-  // Set by the thread starting the operation, cleared on the completion-queue thread by its
-  // completion, which cannot come before the start returned.
+  // Set by the thread starting the operation, before it starts; cleared on the completion-queue
+  // thread when its completion is delivered. A stream ends only with neither outstanding.
   std::atomic<bool> reading_{false};
   std::atomic<bool> writing_{false};
   CallEnd<Reactor> end_;  // completion-queue thread only
