@@ -1,5 +1,7 @@
 #include "async_rpc.h"
 
+#include <algorithm>
+
 #include "epoch/thread_name.h"
 
 namespace epoch::server::rpc {
@@ -43,12 +45,24 @@ void ClientQueue::Open(grpc::CompletionQueue* cq) {
 bool ClientQueue::Post(std::function<void()> fn) {
   std::lock_guard lock(mu_);
   if (cq_ == nullptr) return false;
+  PostLocked(std::move(fn));
+  return true;
+}
+
+void ClientQueue::PostLocked(std::function<void()> fn) {
   posted_.push_back(std::move(fn));
   if (!alarm_set_) {
     alarm_set_ = true;
     alarm_.Set(cq_, gpr_inf_past(GPR_CLOCK_MONOTONIC), drain_.Started());
   }
-  return true;
+}
+
+void ClientQueue::Dispatch(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    if (cq_ != nullptr) return PostLocked(std::move(fn));
+  }
+  fn();
 }
 
 void ClientQueue::RunPosted() {
@@ -67,7 +81,14 @@ std::vector<std::function<void()>> ClientQueue::Close() {
   return std::move(posted_);
 }
 
+void Server::AddService(grpc::Service* service) {
+  if (std::find(services_.begin(), services_.end(), service) == services_.end()) {
+    services_.push_back(service);
+  }
+}
+
 void Server::AddTo(grpc::ServerBuilder& builder) {
+  for (grpc::Service* service : services_) builder.RegisterService(service);
   for (int i = 0; i < threads_; ++i) queues_.push_back(builder.AddCompletionQueue());
 }
 

@@ -487,6 +487,8 @@ class ClientQueue {
   // Runs `fn` on the queue's thread soon; what is posted before it runs shares one wake-up (an
   // alarm that fires at once). False, without keeping it, when closed.
   bool Post(std::function<void()> fn);
+  // Post, or run `fn` here when the queue is closed (no server running, or stopping).
+  void Dispatch(std::function<void()> fn);
   void Open(grpc::CompletionQueue* cq);
   // Closes the queue and returns what was posted but has not run (the caller runs it).
   [[nodiscard]] std::vector<std::function<void()>> Close();
@@ -500,6 +502,7 @@ class ClientQueue {
    private:
     ClientQueue* queue_;
   };
+  void PostLocked(std::function<void()> fn);  // mu_ held, queue open
   void RunPosted();
 
   std::mutex mu_;
@@ -518,7 +521,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Before builder.BuildAndStart().
+  // Before builder.BuildAndStart(): registers the services whose methods were registered here,
+  // and adds the completion queues.
   void AddTo(grpc::ServerBuilder& builder);
 
   // `request` is the generated AsyncService's RequestX; `handler` makes the call's reactor.
@@ -528,6 +532,7 @@ class Server {
                                     grpc::ServerAsyncResponseWriter<Response>*,
                                     grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
              Handler handler, UnaryOptions options = {}) {
+    AddService(service);
     auto m = std::make_unique<detail::UnaryMethod<Owner, Request, Response>>(
         service, request, std::move(handler), options);
     m->pending = options.pending;
@@ -539,6 +544,7 @@ class Server {
                                    grpc::ServerAsyncReaderWriter<Response, Request>*,
                                    grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
             Handler handler) {
+    AddService(service);
     methods_.push_back(std::make_unique<detail::BidiMethod<Owner, Request, Response>>(
         service, request, std::move(handler)));
   }
@@ -549,6 +555,7 @@ class Server {
                                            grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
                                            void*),
                     Handler handler) {
+    AddService(service);
     methods_.push_back(std::make_unique<detail::ServerStreamMethod<Owner, Request, Response>>(
         service, request, std::move(handler)));
   }
@@ -560,7 +567,10 @@ class Server {
   void Stop();
 
  private:
+  void AddService(grpc::Service* service);
+
   const int threads_;
+  std::vector<grpc::Service*> services_;  // each once, in registration order
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::vector<std::unique_ptr<detail::MethodBase>> methods_;
   std::vector<std::thread> workers_;

@@ -370,14 +370,6 @@ Status EpochNode::Impl::StartNetwork() {
   // etcd's rule: the request limit plus 512 KiB of gRPC framing.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(config_.limits.max_request_bytes + (512 << 10)));
-  builder.RegisterService(kv_service_.get());
-  builder.RegisterService(maintenance_service_.get());
-  builder.RegisterService(cluster_service_.get());
-  builder.RegisterService(etcd_lease_service_.get());
-  builder.RegisterService(v1_lease_service_.get());
-  builder.RegisterService(watch_service_.get());
-  builder.RegisterService(lock_service_.get());
-  builder.RegisterService(election_service_.get());
   rpc_server_ = std::make_unique<rpc::Server>(config_.grpc_threads);
   kv_service_->Register(*rpc_server_);
   maintenance_service_->Register(*rpc_server_);
@@ -387,7 +379,7 @@ Status EpochNode::Impl::StartNetwork() {
   watch_service_->Register(*rpc_server_);
   lock_service_->Register(*rpc_server_);
   election_service_->Register(*rpc_server_);
-  rpc_server_->AddTo(builder);
+  rpc_server_->AddTo(builder);  // registers the services with the builder too
   grpc_server_ = builder.BuildAndStart();
   if (grpc_server_) rpc_server_->Start(&context_->client_queue());
   if (!grpc_server_ || client_port_ == 0) {

@@ -39,7 +39,7 @@ rpc::UnaryReactor* KvService::WriteThroughLog(rpc::CallContext* ctx, v1::Interna
   // no wake-up (as for a follower's reads, NodeContext::ReadBarrier).
   node_.Write(std::move(request), ctx->deadline(),
               [this, finish = std::move(finish)](const Status& s, const v1::InternalResponse& r) {
-                if (!node_.client_queue().Post([finish, s, r] { finish(s, r); })) finish(s, r);
+                node_.client_queue().Dispatch([finish, s, r] { finish(s, r); });
               });
   return reactor;
 }

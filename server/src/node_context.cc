@@ -93,11 +93,10 @@ void NodeContext::ReadBarrier(bool serializable, ReadyCallback done, bool cheap)
   // leader's lease reads are served there: the reads one ReadIndex answer releases share one hop
   // (rpc::ClientQueue::Post), where finishing each costs no wake-up (finished from the strand,
   // each woke the gRPC thread). Others go to the read pool. Without a running server (tests),
-  // a cheap read is served on the strand.
+  // a cheap read is served on the strand (Dispatch).
   driver_.ReadIndex([this, cheap, done = std::move(done)](const Status& s) {
     if (cheap) {
-      if (!client_queue_->Post([s, done] { done(s); })) done(s);
-      return;
+      return client_queue_->Dispatch([s, done] { done(s); });
     }
     asio::post(read_pool_, [s, done] { done(s); });
   });

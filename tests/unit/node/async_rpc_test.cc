@@ -24,10 +24,9 @@ using namespace std::chrono_literals;
 class TestServer {
  public:
   template <typename Register>
-  TestServer(std::vector<grpc::Service*> services, Register register_fn) : rpc_(1) {
+  explicit TestServer(Register register_fn) : rpc_(1) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    for (grpc::Service* s : services) builder.RegisterService(s);
     register_fn(rpc_);
     rpc_.AddTo(builder);
     server_ = builder.BuildAndStart();
@@ -59,7 +58,7 @@ struct Kv : etcdserverpb::KV::AsyncService {};
 TEST_CASE("rpc::Server answers unary calls finished inline, held, or from another thread") {
   Kv kv;
   std::vector<std::thread> finishers;
-  TestServer server({&kv}, [&](rpc::Server& rpc) {
+  TestServer server([&](rpc::Server& rpc) {
     // Range: answered later from another thread (as the Raft strand answers reads).
     rpc.Unary(&kv, &Kv::RequestRange,
               [&](rpc::CallContext* ctx, const etcdserverpb::RangeRequest* request,
@@ -125,7 +124,7 @@ TEST_CASE("rpc::Server tells a notify_cancel reactor about a cancelled call, the
   std::atomic<int> started{0};
   std::atomic<int> cancels{0};
   std::atomic<int> dones{0};
-  TestServer server({&kv}, [&](rpc::Server& rpc) {
+  TestServer server([&](rpc::Server& rpc) {
     rpc.Unary(
         &kv, &Kv::RequestTxn,
         [&](rpc::CallContext*, const etcdserverpb::TxnRequest*, etcdserverpb::TxnResponse*) {
@@ -187,14 +186,22 @@ class EchoStream final
   etcdserverpb::WatchResponse response_;
 };
 
-TEST_CASE("rpc::Server runs a bidi stream: held read, echoes, half-close, one OnDone") {
+// A server whose Watch method echoes (EchoStream), with its counters.
+struct EchoWatchServer {
   Watch watch;
   std::atomic<int> dones{0};
   std::atomic<int> half_closes{0};
-  TestServer server({&watch}, [&](rpc::Server& rpc) {
+  TestServer server{[this](rpc::Server& rpc) {
     rpc.Bidi(&watch, &Watch::RequestWatch,
-             [&](rpc::CallContext*) { return new EchoStream(dones, half_closes); });
-  });
+             [this](rpc::CallContext*) { return new EchoStream(dones, half_closes); });
+  }};
+};
+
+TEST_CASE("rpc::Server runs a bidi stream: held read, echoes, half-close, one OnDone") {
+  EchoWatchServer echo;
+  std::atomic<int>& dones = echo.dones;
+  std::atomic<int>& half_closes = echo.half_closes;
+  TestServer& server = echo.server;
   auto stub = etcdserverpb::Watch::NewStub(server.channel());
   for (int round = 0; round < 2; ++round) {
     grpc::ClientContext ctx;
@@ -216,13 +223,9 @@ TEST_CASE("rpc::Server runs a bidi stream: held read, echoes, half-close, one On
 }
 
 TEST_CASE("rpc::Server ends a stream the client cancelled: OnCancel, then OnDone") {
-  Watch watch;
-  std::atomic<int> dones{0};
-  std::atomic<int> half_closes{0};
-  TestServer server({&watch}, [&](rpc::Server& rpc) {
-    rpc.Bidi(&watch, &Watch::RequestWatch,
-             [&](rpc::CallContext*) { return new EchoStream(dones, half_closes); });
-  });
+  EchoWatchServer echo;
+  std::atomic<int>& dones = echo.dones;
+  TestServer& server = echo.server;
   auto stub = etcdserverpb::Watch::NewStub(server.channel());
   grpc::ClientContext ctx;
   auto stream = stub->Watch(&ctx);
@@ -267,7 +270,7 @@ class ChunkStream final : public rpc::WriteReactor<etcdserverpb::SnapshotRespons
 TEST_CASE("rpc::Server streams a server-streaming call to its end") {
   Maintenance maintenance;
   std::atomic<int> dones{0};
-  TestServer server({&maintenance}, [&](rpc::Server& rpc) {
+  TestServer server([&](rpc::Server& rpc) {
     rpc.ServerStream(&maintenance, &Maintenance::RequestSnapshot,
                      [&](rpc::CallContext*, const etcdserverpb::SnapshotRequest*) {
                        return new ChunkStream(4, dones);
@@ -301,7 +304,7 @@ TEST_CASE("rpc::ClientQueue completes client calls on the server's queue; refuse
   CHECK_FALSE(closed.Run([](grpc::CompletionQueue*) { FAIL("ran on a closed queue"); }));
 
   Kv kv;
-  TestServer server({&kv}, [&](rpc::Server& rpc) {
+  TestServer server([&](rpc::Server& rpc) {
     rpc.Unary(&kv, &Kv::RequestRange,
               [](rpc::CallContext* ctx, const etcdserverpb::RangeRequest*,
                  etcdserverpb::RangeResponse* response) {
@@ -338,7 +341,7 @@ TEST_CASE(
   CHECK(closed.Close().empty());
 
   Kv kv;
-  TestServer server({&kv}, [&](rpc::Server& rpc) {
+  TestServer server([&](rpc::Server& rpc) {
     rpc.Unary(
         &kv, &Kv::RequestRange,
         [](rpc::CallContext* ctx, const etcdserverpb::RangeRequest*, etcdserverpb::RangeResponse*) {
