@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "epoch/server/kv_state_machine.h"
-#include "epoch/server/kv_store.h"
+#include "epoch/replication/kv_state_machine.h"
+#include "epoch/state/kv_store.h"
 
 namespace {
 

@@ -7,6 +7,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "epoch/etcd_errors.h"
+
 namespace epoch::ctl {
 
 Result<std::chrono::milliseconds> ParseDuration(const std::string& text) {
@@ -61,7 +63,7 @@ Result<std::int64_t> ParseHexId(const std::string& text, const char* what) {
 
 std::string ErrorLine(const Status& status) {
   std::string message = status.message();
-  const std::size_t etcd = message.find("etcdserver: ");
+  const std::size_t etcd = message.find(etcd_errors::kMessagePrefix);
   if (etcd != std::string::npos) {
     message = message.substr(etcd);
     const std::size_t grpc = message.find(" (grpc ");

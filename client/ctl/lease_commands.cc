@@ -7,12 +7,13 @@
 
 #include "commands.h"
 #include "epoch/client/admin.h"
+#include "epoch/etcd_errors.h"
 #include "output.h"
 
 namespace epoch::ctl {
 namespace {
 
-Status LeaseNotFound() { return Status::NotFound("etcdserver: requested lease not found"); }
+Status LeaseNotFound() { return etcd_errors::kLeaseNotFound.ToStatus(); }
 
 Status RunGrant(Ctl& ctl, std::int64_t ttl) {
   if (ttl <= 0) return Status::InvalidArgument("lease TTL must be positive (seconds)");

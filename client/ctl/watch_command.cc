@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "epoch/etcd_errors.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -49,9 +50,8 @@ Status RunWatch(Ctl& ctl, const WatchFlags& f) {
       return response.status();
     }
     if (response->compact_revision() != 0) {
-      return Status::InvalidArgument(fmt::format(
-          "etcdserver: mvcc: required revision has been compacted (compact revision {})",
-          response->compact_revision()));
+      return etcd_errors::kCompacted.ToStatus(
+          fmt::format("compact revision {}", response->compact_revision()));
     }
     if (response->canceled()) {
       return Status::Unavailable("watch canceled: " + (response->cancel_reason().empty()

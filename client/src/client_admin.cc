@@ -7,6 +7,7 @@
 
 #include "epoch/client/admin.h"
 #include "epoch/client/errors.h"
+#include "epoch/etcd_errors.h"
 #include "epoch/v1/epoch.grpc.pb.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "grpc_status.h"
@@ -223,7 +224,7 @@ Result<v1::LeaseStatusResponse> LeaseStatus(Client& client, LeaseId lease, bool 
         return v1::Lease::NewStub(channel)->Status(c, request, r);
       });
   if (response.ok() && !response->found()) {
-    return Status::NotFound("etcdserver: requested lease not found");
+    return etcd_errors::kLeaseNotFound.ToStatus();
   }
   return response;
 }

@@ -5,12 +5,10 @@
 #include <string>
 #include <string_view>
 
+#include "epoch/etcd_errors.h"
+
 namespace epoch::client::internal {
 namespace {
-
-bool Contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
 
 std::string_view CodeName(grpc::StatusCode code) {
   switch (code) {
@@ -40,36 +38,43 @@ std::string_view CodeName(grpc::StatusCode code) {
 Classified Classify(const grpc::Status& status) {
   if (status.ok()) return {Disposition::kOk, Status::Ok()};
   const std::string& msg = status.error_message();
+  // etcd's errors by identity: clientv3 matches the whole message (rpctypes.ErrorDesc), as here.
+  const EtcdError* known = FindEtcdError(msg);
+  const ErrorId id = known != nullptr ? known->id : ErrorId{};
   const std::string text = fmt::format("{} (grpc {})", msg, CodeName(status.error_code()));
   switch (status.error_code()) {
     case grpc::FAILED_PRECONDITION:
-      // etcd: ErrGRPCNotLeader "etcdserver: not leader" — rejected before proposing.
-      if (Contains(msg, "not leader")) {
-        return {Disposition::kNotApplied, Status::NotLeader(text), true};
+      // etcd: ErrGRPCNotLeader — rejected before proposing.
+      if (id == ErrorId::kNotLeader) {
+        return {Disposition::kNotApplied, Status::FromCode(StatusCode::kNotLeader, text, id), true};
       }
       return {Disposition::kFinal, Status::FailedPrecondition(text)};
     case grpc::UNAVAILABLE:
-      // etcd: ErrGRPCNoLeader "etcdserver: no leader" — refused, nothing proposed.
-      if (Contains(msg, "etcdserver: no leader")) {
-        return {Disposition::kNotApplied, Status::Unavailable(text), true};
+      // etcd: ErrGRPCNoLeader — refused, nothing proposed.
+      if (id == ErrorId::kNoLeader) {
+        return {Disposition::kNotApplied, Status::FromCode(StatusCode::kUnavailable, text, id),
+                true};
       }
       // "leader changed", "request timed out[, possibly due to ...]", or transport failure.
-      return {Disposition::kTransient, Status::Unavailable(text)};
+      return {Disposition::kTransient, Status::FromCode(StatusCode::kUnavailable, text, id)};
     case grpc::RESOURCE_EXHAUSTED:
       // etcd: ErrGRPCTooManyRequests — refused before proposing.
-      if (Contains(msg, "too many requests")) {
-        return {Disposition::kNotApplied, Status::Unavailable(text)};
+      if (id == ErrorId::kTooManyRequests) {
+        return {Disposition::kNotApplied, Status::FromCode(StatusCode::kUnavailable, text, id)};
       }
-      return {Disposition::kFinal, Status::FailedPrecondition(text)};
+      return {Disposition::kFinal, Status::FromCode(StatusCode::kFailedPrecondition, text, id)};
     case grpc::DEADLINE_EXCEEDED: return {Disposition::kStopped, Status::Timeout(text)};
     case grpc::CANCELLED: return {Disposition::kStopped, Status::Aborted("cancelled: " + text)};
-    case grpc::NOT_FOUND: return {Disposition::kFinal, Status::NotFound(text)};
+    case grpc::NOT_FOUND:
+      return {Disposition::kFinal, Status::FromCode(StatusCode::kNotFound, text, id)};
     case grpc::INVALID_ARGUMENT:
     case grpc::OUT_OF_RANGE:
-    case grpc::ALREADY_EXISTS: return {Disposition::kFinal, Status::InvalidArgument(text)};
+    case grpc::ALREADY_EXISTS:
+      return {Disposition::kFinal, Status::FromCode(StatusCode::kInvalidArgument, text, id)};
     case grpc::PERMISSION_DENIED:
     case grpc::UNAUTHENTICATED:
-    case grpc::UNIMPLEMENTED: return {Disposition::kFinal, Status::FailedPrecondition(text)};
+    case grpc::UNIMPLEMENTED:
+      return {Disposition::kFinal, Status::FromCode(StatusCode::kFailedPrecondition, text, id)};
     case grpc::UNKNOWN:
     case grpc::INTERNAL:
     case grpc::ABORTED:

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "epoch/etcd_errors.h"
 #include "raftpb/raft.pb.h"
 #include "support.h"
 
@@ -39,7 +40,8 @@ TEST_CASE("oversized requests get 'request is too large' and write nothing",
 
   // 1.6 MiB through etcdctl (value on stdin: too long for an argument): over --max-request-bytes.
   std::string big(1600 * 1024, 'a');
-  EtcdctlFails(*cluster, {"put", "big"}, "etcdserver: request is too large", big);
+  EtcdctlFails(*cluster, {"put", "big"}, std::string(epoch::etcd_errors::kRequestTooLarge.message),
+               big);
   // A txn whose puts add up to more than the limit.
   etcdserverpb::TxnRequest txn;
   for (int i = 0; i < 2; ++i) {
@@ -48,7 +50,7 @@ TEST_CASE("oversized requests get 'request is too large' and write nothing",
     put->set_value(std::string(800 * 1024, 'b'));
   }
   CheckError(Txn(*cluster, 1, txn), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: request is too large");
+             std::string(epoch::etcd_errors::kRequestTooLarge.message));
   // 3 MiB is over gRPC's receive limit: refused before it is even parsed.
   auto kv = etcdserverpb::KV::NewStub(cluster->Channel(2));
   grpc::Status huge = Put(*kv, "huge", std::string(3 << 20, 'c'));
@@ -70,14 +72,14 @@ TEST_CASE("the request size and txn op limits follow epochd's flags", "[integrat
   const std::int64_t revision = CurrentRevision(*cluster);
   auto kv = etcdserverpb::KV::NewStub(cluster->Channel(1));
   CheckError(Put(*kv, "big", std::string(70 * 1024, 'a')), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: request is too large");
+             std::string(epoch::etcd_errors::kRequestTooLarge.message));
   etcdserverpb::TxnRequest txn;
   for (int i = 0; i < 5; ++i) {
     auto* put = txn.add_success()->mutable_request_put();
     put->set_key(fmt::format("op{}", i));
   }
   CheckError(Txn(*cluster, 0, txn), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: too many operations in txn request");
+             std::string(epoch::etcd_errors::kTooManyOps.message));
   CHECK(CurrentRevision(*cluster) == revision);
 
   CHECK(Put(*kv, "fits", std::string(60 * 1024, 'b')).ok());
@@ -107,35 +109,35 @@ TEST_CASE("inverted ranges, bad sort options, duplicate txn keys, too many ops, 
   range.set_sort_target(static_cast<etcdserverpb::RangeRequest::SortTarget>(99));
   etcdserverpb::RangeResponse response;
   CheckError(Range(*kv, range, &response), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: invalid sort option");
+             std::string(epoch::etcd_errors::kInvalidSortOption.message));
   range.set_sort_target(etcdserverpb::RangeRequest::KEY);
   range.set_sort_order(static_cast<etcdserverpb::RangeRequest::SortOrder>(-3));
   CheckError(Range(*kv, range, &response), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: invalid sort option");
+             std::string(epoch::etcd_errors::kInvalidSortOption.message));
   range.set_sort_order(etcdserverpb::RangeRequest::NONE);
   range.set_key("");
   CheckError(Range(*kv, range, &response), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: key is not provided");
+             std::string(epoch::etcd_errors::kEmptyKey.message));
 
   // The same key twice in one branch.
-  EtcdctlFails(*cluster, {"txn", "-i"}, "etcdserver: duplicate key given in txn request",
+  EtcdctlFails(*cluster, {"txn", "-i"}, std::string(epoch::etcd_errors::kDuplicateKey.message),
                "\nput t/d 1\nput t/d 2\n\n\n");
   etcdserverpb::TxnRequest overlap;  // a put inside a deleted range
   overlap.add_success()->mutable_request_delete_range()->set_key("a");
   overlap.mutable_success(0)->mutable_request_delete_range()->set_range_end("c");
   overlap.add_success()->mutable_request_put()->set_key("b");
   CheckError(Txn(*cluster, 2, overlap), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: duplicate key given in txn request");
+             std::string(epoch::etcd_errors::kDuplicateKey.message));
   etcdserverpb::TxnRequest many;
   for (int i = 0; i < 129; ++i) {
     many.add_success()->mutable_request_put()->set_key(fmt::format("m{}", i));
   }
   CheckError(Txn(*cluster, 1, many), grpc::StatusCode::INVALID_ARGUMENT,
-             "etcdserver: too many operations in txn request");
+             std::string(epoch::etcd_errors::kTooManyOps.message));
 
   // A lease that does not exist.
   EtcdctlFails(*cluster, {"put", "leased", "v", "--lease=1234abcd"},
-               "etcdserver: requested lease not found");
+               std::string(epoch::etcd_errors::kLeaseNotFound.message));
   CHECK(MustRange(*cluster, 0, "leased").kvs_size() == 0);
   CHECK(CurrentRevision(*cluster) == revision);
   for (int i = 0; i < cluster->size(); ++i) RequireServing(*cluster, i, "probe/bad");
@@ -153,7 +155,7 @@ std::string BigEndian(std::uint64_t v, int bytes) {
 // A peer frame: 4-byte big-endian length, then the payload (server/peer_transport.h).
 std::string Framed(const std::string& payload) { return BigEndian(payload.size(), 4) + payload; }
 
-// The transport's hello payload: magic, cluster id, sender id (server/src/peer_transport.cc).
+// The transport's hello payload: magic, cluster id, sender id (server/peer/src/peer_transport.cc).
 std::string Hello(std::uint64_t cluster_id, std::uint64_t sender) {
   return Framed("EPOCHP1\n" + BigEndian(cluster_id, 8) + BigEndian(sender, 8));
 }

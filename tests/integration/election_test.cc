@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "epoch/etcd_errors.h"
 #include "recipe_support.h"
 #include "support.h"
 
@@ -152,7 +153,7 @@ TEST_CASE("Election service: campaign, leader, proclaim, resign and etcd's error
   REQUIRE(Resign(via, &won.leader).ok());
   CHECK(Leader(via, "el/a", &current).error_message() == "election: no leader");
   CampaignOutcome unknown = Campaign(via, "el/a", 0x5151, "x");
-  CHECK(unknown.status.error_message() == "etcdserver: requested lease not found");
+  CHECK(unknown.status.error_message() == epoch::etcd_errors::kLeaseNotFound.message);
 }
 
 TEST_CASE("Election service: observe follows resign, proclaim, lease revoke and a new campaign",

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "epoch/etcd_errors.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -142,9 +143,9 @@ TEST_CASE("epochctl: put get del txn watch compaction, cluster views, errors, no
   CHECK(CtlOk(c, {"compaction", std::to_string(now_rev - 1), "--physical"}) ==
         fmt::format("compacted revision {}\n", now_rev - 1));
   CtlFails(c, {"get", "a/1", "--rev", std::to_string(first_rev)},
-           "etcdserver: mvcc: required revision has been compacted");
+           std::string(epoch::etcd_errors::kCompacted.message));
   CtlFails(c, {"get", "a/1", "--rev", std::to_string(now_rev + 1000)},
-           "etcdserver: mvcc: required revision is a future revision");
+           std::string(epoch::etcd_errors::kFutureRev.message));
   CtlFails(c, {"watch", "a/1", "--rev", std::to_string(first_rev), "--max-events", "1"},
            "required revision has been compacted");
 
@@ -174,7 +175,8 @@ TEST_CASE("epochctl: put get del txn watch compaction, cluster views, errors, no
   Result<int> moved = cluster->WaitForLeader(seconds(10));
   REQUIRE(moved.ok());
   CHECK(*moved == target);
-  CtlFails(c, {"move-leader", "abc"}, "etcdserver: bad leader transferee");
+  CtlFails(c, {"move-leader", "abc"},
+           std::string(epoch::etcd_errors::kBadLeaderTransferee.message));
 
   // Flags and completion.
   CtlFails(c, {"get", "a/1", "-w", "xml"}, "unsupported output format");
@@ -238,10 +240,12 @@ TEST_CASE("epochctl: leases and lease show, lock with a command, elect, jobs, sn
   CHECK(CtlOk(c, {"get", "held/k"}).empty());
   // The unknown lease, everywhere.
   CtlFails(c, {"lease", "revoke", id}, "Error: etcdserver: requested lease not found");
-  CtlFails(c, {"lease", "keep-alive", "--once", id}, "etcdserver: requested lease not found");
+  CtlFails(c, {"lease", "keep-alive", "--once", id},
+           std::string(epoch::etcd_errors::kLeaseNotFound.message));
   CtlFails(c, {"lease", "keep-alive", id}, "expired or revoked");
-  CtlFails(c, {"lease", "show", id}, "etcdserver: requested lease not found");
-  CtlFails(c, {"put", "k", "v", "--lease=" + id}, "etcdserver: requested lease not found");
+  CtlFails(c, {"lease", "show", id}, std::string(epoch::etcd_errors::kLeaseNotFound.message));
+  CtlFails(c, {"put", "k", "v", "--lease=" + id},
+           std::string(epoch::etcd_errors::kLeaseNotFound.message));
   CHECK(CtlOk(c, {"lease", "timetolive", id}) == fmt::format("lease {} already expired\n", id));
 
   // lock NAME -- command: token and key in the environment, the command's exit status.

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "epoch/etcd_errors.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -171,10 +172,10 @@ TEST_CASE("etcdctl move-leader moves leadership, non-leaders and bad targets are
   // The server: a follower answers "not leader", an unknown target is a bad transferee.
   grpc::Status not_leader = MoveLeader(*cluster, other, cluster->node(*leader).member_id);
   CHECK(not_leader.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-  CHECK(not_leader.error_message() == "etcdserver: not leader");
+  CHECK(not_leader.error_message() == epoch::etcd_errors::kNotLeader.message);
   grpc::Status bad = MoveLeader(*cluster, target, 0x1234);
   CHECK(bad.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-  CHECK(bad.error_message() == "etcdserver: bad leader transferee");
+  CHECK(bad.error_message() == epoch::etcd_errors::kBadLeaderTransferee.message);
 
   // And back again through the gRPC call, then writes still work everywhere.
   grpc::Status back = MoveLeader(*cluster, target, cluster->node(*leader).member_id);

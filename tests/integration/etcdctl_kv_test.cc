@@ -3,6 +3,7 @@
 // (-w json). What etcdctl 3.4 cannot send (count_only, min/max filters) goes through a gRPC stub.
 #include <fmt/format.h>
 
+#include "epoch/etcd_errors.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -241,7 +242,8 @@ TEST_CASE("etcdctl del, and put with --prev-kv, --ignore-value, --ignore-lease",
   CHECK(iv.kvs(0).value() == "kept");
   CHECK(iv.kvs(0).version() == 2);
   CHECK(iv.kvs(0).mod_revision() == 17);
-  EtcdctlFails(*cluster, {"put", "missing", "--ignore-value"}, "etcdserver: key not found");
+  EtcdctlFails(*cluster, {"put", "missing", "--ignore-value"},
+               std::string(epoch::etcd_errors::kKeyNotFound.message));
   // --ignore-lease keeps the (absent) lease and writes the new value.
   CHECK(EtcdctlOk(*cluster, {"put", "iv", "new", "--ignore-lease"}) == "OK\n");  // 18
   CHECK(Get(*cluster, {"iv"}) == "iv\nnew\n");

@@ -1,6 +1,7 @@
 // etcdctl txn -i (compares and both branches fed on stdin) and compaction against a real cluster.
 #include <fmt/format.h>
 
+#include "epoch/etcd_errors.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -105,19 +106,18 @@ TEST_CASE("compaction: reads below the compacted revision fail, at and above suc
   CHECK(EtcdctlOk(*cluster, {"compaction", "4"}) == "compacted revision 4\n");
 
   EtcdctlFails(*cluster, {"get", "k", "--rev=3"},
-               "etcdserver: mvcc: required revision has been compacted");
+               std::string(epoch::etcd_errors::kCompacted.message));
   CHECK(EtcdctlOk(*cluster, {"get", "k", "--rev=4"}) == "k\nv3\n");
   CHECK(EtcdctlOk(*cluster, {"get", "k", "--rev=6"}) == "k\nv5\n");
   CHECK(EtcdctlOk(*cluster, {"get", "k"}) == "k\nv6\n");
   EtcdctlFails(*cluster, {"get", "k", "--rev=100"},
-               "etcdserver: mvcc: required revision is a future revision");
+               std::string(epoch::etcd_errors::kFutureRev.message));
   // Compacting again below (or at) the compacted revision is refused the same way.
-  EtcdctlFails(*cluster, {"compaction", "3"},
-               "etcdserver: mvcc: required revision has been compacted");
+  EtcdctlFails(*cluster, {"compaction", "3"}, std::string(epoch::etcd_errors::kCompacted.message));
   // Every member compacted: a read below the compacted revision fails on each of them.
   for (int i = 0; i < cluster->size(); ++i) {
     EtcdctlFails(*cluster, {"get", "k", "--rev=2"},
-                 "etcdserver: mvcc: required revision has been compacted", {},
+                 std::string(epoch::etcd_errors::kCompacted.message), {},
                  cluster->node(i).client_address());
   }
   // Writes go on after a compaction.

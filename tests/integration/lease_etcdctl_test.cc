@@ -7,6 +7,7 @@
 #include <regex>
 #include <thread>
 
+#include "epoch/etcd_errors.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -111,7 +112,7 @@ TEST_CASE("etcdctl lease grant, timetolive --keys, keep-alive, list and revoke",
   CHECK(revoke.err.find("Error: failed to revoke lease (etcdserver: requested lease not found)") !=
         std::string::npos);
   EtcdctlFails(*cluster, {"put", "k", "v", "--lease=" + a},
-               "etcdserver: requested lease not found");
+               std::string(epoch::etcd_errors::kLeaseNotFound.message));
   CommandResult once = cluster->Etcdctl({"lease", "keep-alive", "--once", a});
   INFO(once.Describe());
   CHECK(once.exit_code != 0);  // TTL 0: clientv3 reports the lease as not found
@@ -141,7 +142,7 @@ TEST_CASE("etcdctl lease grant honours a requested ID and raises short TTLs",
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     grpc::Status s = lease->LeaseGrant(&ctx, request, &response);
     CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-    CHECK(s.error_message() == "etcdserver: lease already exists");
+    CHECK(s.error_message() == epoch::etcd_errors::kLeaseExist.message);
   }
   {
     request.set_id(0);
@@ -150,7 +151,7 @@ TEST_CASE("etcdctl lease grant honours a requested ID and raises short TTLs",
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     grpc::Status s = lease->LeaseGrant(&ctx, request, &response);
     CHECK(s.error_code() == grpc::StatusCode::OUT_OF_RANGE);
-    CHECK(s.error_message() == "etcdserver: too large lease TTL");
+    CHECK(s.error_message() == epoch::etcd_errors::kLeaseTtlTooLarge.message);
   }
   CHECK(EtcdctlOk(*cluster, {"lease", "timetolive", "1234"}).find("granted with TTL(1s)") !=
         std::string::npos);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "epoch/etcd_errors.h"
 #include "recipe_support.h"
 #include "support.h"
 
@@ -54,10 +55,10 @@ TEST_CASE("Lock service: etcd errors for an unknown lease and an empty unlock ke
   auto cluster = StartCluster(1);
   LockOutcome locked = Lock(cluster->Channel(0), "svc/b", 0x7777);
   CHECK(locked.status.error_code() == grpc::StatusCode::NOT_FOUND);
-  CHECK(locked.status.error_message() == "etcdserver: requested lease not found");
+  CHECK(locked.status.error_message() == epoch::etcd_errors::kLeaseNotFound.message);
   grpc::Status unlocked = Unlock(cluster->Channel(0), "");
   CHECK(unlocked.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  CHECK(unlocked.error_message() == "etcdserver: key is not provided");
+  CHECK(unlocked.error_message() == epoch::etcd_errors::kEmptyKey.message);
   // The failed Lock left nothing behind.
   CHECK(QueueLength(*cluster, 0, "svc/b/") == 0);
 }

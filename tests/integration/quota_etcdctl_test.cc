@@ -8,12 +8,13 @@
 #include <random>
 #include <thread>
 
+#include "epoch/etcd_errors.h"
 #include "support.h"
 
 namespace epoch::integration {
 namespace {
 
-constexpr char kNoSpace[] = "etcdserver: mvcc: database space exceeded";
+const std::string kNoSpace(epoch::etcd_errors::kNoSpace.message);
 constexpr int kQuotaBytes = 3'000'000;
 
 // Members listed by `etcdctl alarm list` as "memberID:<decimal> alarm:NOSPACE".

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "epoch/etcd_errors.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -266,7 +267,8 @@ TEST_CASE("hasleader: a watch on a member that lost quorum ends with 'etcdserver
   INFO(watch.Output());
   REQUIRE(exit.has_value());
   CHECK(*exit != 0);
-  CHECK(watch.Output().find("etcdserver: no leader") != std::string::npos);
+  CHECK(watch.Output().find(std::string(epoch::etcd_errors::kNoLeader.message)) !=
+        std::string::npos);
   fmt::print("hasleader: etcdctl watch ended {} ms after quorum loss\n", ended_ms);
 
   // A new watch is refused at once.
@@ -275,7 +277,7 @@ TEST_CASE("hasleader: a watch on a member that lost quorum ends with 'etcdserver
   INFO(r.Describe());
   CHECK_FALSE(r.timed_out);
   CHECK(r.exit_code != 0);
-  CHECK(r.err.find("etcdserver: no leader") != std::string::npos);
+  CHECK(r.err.find(std::string(epoch::etcd_errors::kNoLeader.message)) != std::string::npos);
 }
 
 // Puts w/<id>/<seq> (each key once) until stopped, rotating to the next node after a failure.

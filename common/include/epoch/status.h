@@ -1,18 +1,21 @@
-// Status and Result<T>: the error vocabulary of wal/, server/ and client/ (CONVENTIONS.md,
+// Status and Result<T>: the error vocabulary of wal/, server/ and client/ (docs/conventions.md,
 // "Errors"). Shaped like leveldb::Status: cheap when OK (no allocation), a code plus a message
-// otherwise. Both are [[nodiscard]] so an ignored error is a compiler warning.
+// otherwise, and an optional identity (ErrorId, epoch/etcd_errors.h) for the errors callers must
+// tell apart — compare identities, never messages. Both are [[nodiscard]] so an ignored error is a
+// compiler warning.
 //
 // Thread-safety: values; safe to copy between threads.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cassert>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace epoch {
 
@@ -31,11 +34,21 @@ enum class StatusCode {
 
 std::string_view StatusCodeName(StatusCode code);
 
+// An error's identity; the values and their table are in epoch/etcd_errors.h. 0: none.
+enum class ErrorId : std::uint16_t;
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
 
   static Status Ok() { return Status(); }
+  // A status whose code is chosen at run time (stored records, error tables); kOk gives Ok().
+  static Status FromCode(StatusCode code, std::string msg, ErrorId id = ErrorId{}) {
+    if (code == StatusCode::kOk) return Status();
+    Status s(code, std::move(msg));
+    s.id_ = id;
+    return s;
+  }
   static Status NotFound(std::string msg) { return Status(StatusCode::kNotFound, std::move(msg)); }
   static Status Corruption(std::string msg) {
     return Status(StatusCode::kCorruption, std::move(msg));
@@ -60,6 +73,9 @@ class [[nodiscard]] Status {
   [[nodiscard]] StatusCode code() const { return code_; }
   [[nodiscard]] const std::string& message() const { return message_; }
   [[nodiscard]] bool Is(StatusCode code) const { return code_ == code; }
+  // The identity of an error that has one (etcd's errors and Epoch's own), else ErrorId{}.
+  [[nodiscard]] ErrorId id() const { return id_; }
+  [[nodiscard]] bool Is(ErrorId id) const { return id_ == id && id != ErrorId{}; }
 
   // "Corruption: bad crc in 00000001.wal at offset 4096"; "OK" when ok().
   [[nodiscard]] std::string ToString() const {
@@ -70,7 +86,9 @@ class [[nodiscard]] Status {
   // Adds context in front of the message, keeping the code: "open wal: <original>".
   [[nodiscard]] Status Annotate(std::string_view context) const {
     if (ok()) return *this;
-    return Status(code_, fmt::format("{}: {}", context, message_));
+    Status s(code_, fmt::format("{}: {}", context, message_));
+    s.id_ = id_;
+    return s;
   }
 
   friend bool operator==(const Status& a, const Status& b) {
@@ -81,6 +99,7 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string msg) : code_(code), message_(std::move(msg)) {}
 
   StatusCode code_ = StatusCode::kOk;
+  ErrorId id_{};
   std::string message_;
 };
 
@@ -104,7 +123,7 @@ inline std::string_view StatusCodeName(StatusCode code) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : storage_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : storage_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : storage_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(storage_).ok()) std::abort();   // an OK status carries no value
   }
@@ -140,8 +159,8 @@ class [[nodiscard]] Result {
 }  // namespace epoch
 
 // EPOCH_RETURN_IF_ERROR(expr): propagate a non-OK Status.
-#define EPOCH_RETURN_IF_ERROR(expr)               \
-  do {                                            \
-    ::epoch::Status epoch_status_ = (expr);       \
+#define EPOCH_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::epoch::Status epoch_status_ = (expr);        \
     if (!epoch_status_.ok()) return epoch_status_; \
   } while (0)

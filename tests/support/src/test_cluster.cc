@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "epoch/server/node_config.h"
+#include "epoch/node/node_config.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::test {

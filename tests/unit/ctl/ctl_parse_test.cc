@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ctl.h"
+#include "epoch/etcd_errors.h"
 #include "snapshot_file.h"
 #include "txn_parse.h"
 
@@ -101,7 +102,7 @@ TEST_CASE("durations, hex IDs and the error line", "[ctl]") {
     CHECK_FALSE(ParseHexId(bad, "lease").ok());
   CHECK(ErrorLine(Status::NotFound("LeaseRevoke on 127.0.0.1:2379: etcdserver: requested lease not "
                                    "found (grpc NOT_FOUND)")) ==
-        "etcdserver: requested lease not found");
+        std::string(epoch::etcd_errors::kLeaseNotFound.message));
   CHECK(ErrorLine(Status::Timeout("deadline exceeded: Range: cannot connect to 127.0.0.1:1")) ==
         "deadline exceeded: Range: cannot connect to 127.0.0.1:1");
 }

@@ -51,7 +51,7 @@ Result<std::uint64_t> SaveSnapshot(Client& client, const SnapshotSink& sink,
                                    const CallOptions& call = {});
 
 // epoch.v1.Lease.Status: deadline on the cluster clock, maximum extension, attached keys with
-// their fencing tokens. An unknown lease is NotFound "etcdserver: requested lease not found".
+// their fencing tokens. An unknown lease is etcd_errors::kLeaseNotFound.
 Result<v1::LeaseStatusResponse> LeaseStatus(Client& client, LeaseId lease, bool keys,
                                             const CallOptions& call = {});
 Result<v1::ClockStatusResponse> ClockStatus(Client& client, const CallOptions& call = {});

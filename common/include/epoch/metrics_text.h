@@ -1,0 +1,86 @@
+// Prometheus text exposition (format 0.0.4) for /metrics: each component renders its own metrics
+// through a MetricsText, and the daemon concatenates them.
+//
+//   MetricsText m(&out);
+//   m.Gauge("epoch_raft_term", "Current Raft term.", term);
+//   m.Counter("epoch_wal_fsyncs_total", "WAL group-commit fdatasyncs.", n);
+//   m.Histogram("epoch_wal_fsync_seconds", "WAL fdatasync latency.", fsync_latency);
+//
+// LatencyHistogram: a cumulative latency histogram in Prometheus' form (buckets in seconds).
+//
+// Thread-safety: MetricsText is a writer over one string (one thread). LatencyHistogram's
+// Observe() and Render() are thread-safe (relaxed atomics: a scrape may see a sample in the count
+// before its bucket, as Prometheus clients allow).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace epoch {
+
+class LatencyHistogram {
+ public:
+  static constexpr std::array<double, 12> kBoundsMs = {0.1, 0.25, 0.5, 1,  2,   4,
+                                                       8,   16,   32,  64, 128, 512};
+
+  void Observe(std::chrono::nanoseconds d) {
+    const double ms = static_cast<double>(d.count()) / 1e6;
+    for (std::size_t i = 0; i < kBoundsMs.size(); ++i) {
+      if (ms <= kBoundsMs[i]) buckets_[i].fetch_add(1, std::memory_order_relaxed);
+    }
+    count_.fetch_add(1, std::memory_order_relaxed);
+    sum_us_.fetch_add(static_cast<std::uint64_t>(d.count() / 1000), std::memory_order_relaxed);
+  }
+
+  // The _bucket, _sum and _count lines of metric `name`.
+  void Render(std::string_view name, std::string* out) const {
+    for (std::size_t i = 0; i < kBoundsMs.size(); ++i) {
+      *out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBoundsMs[i] / 1000.0,
+                          buckets_[i].load(std::memory_order_relaxed));
+    }
+    const std::uint64_t count = count_.load(std::memory_order_relaxed);
+    *out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count, name,
+                        static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1e6, name,
+                        count);
+  }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kBoundsMs.size()> buckets_{};
+  std::atomic<std::uint64_t> count_{0};
+  std::atomic<std::uint64_t> sum_us_{0};
+};
+
+class MetricsText {
+ public:
+  explicit MetricsText(std::string* out) : out_(out) {}
+
+  template <typename T>
+  void Gauge(std::string_view name, std::string_view help, T value) {
+    Metric("gauge", name, help, value);
+  }
+  template <typename T>
+  void Counter(std::string_view name, std::string_view help, T value) {
+    Metric("counter", name, help, value);
+  }
+  void Histogram(std::string_view name, std::string_view help, const LatencyHistogram& h) {
+    *out_ += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+    h.Render(name, out_);
+  }
+
+ private:
+  template <typename T>
+  void Metric(std::string_view type, std::string_view name, std::string_view help, T value) {
+    *out_ +=
+        fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
+  }
+
+  std::string* out_;
+};
+
+}  // namespace epoch

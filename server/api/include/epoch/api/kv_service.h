@@ -1,0 +1,42 @@
+// KvService: etcdserverpb.KV on gRPC's async API (async_rpc.h) — a thin adapter over NodeContext.
+// Range and read-only Txn go through the read barrier (lease or ReadIndex, or none when
+// serializable) and then read the store on a read-pool thread; Put, DeleteRange, Txn and Compact
+// are validated here (bad input never reaches the log) and then written through the log.
+#pragma once
+
+#include "epoch/node/node_context.h"
+#include "epoch/rpc/async_rpc.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+
+namespace epoch::server {
+
+class KvService final : public etcdserverpb::KV::AsyncService {
+ public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
+  explicit KvService(NodeContext& node) : node_(node) {}
+
+  rpc::UnaryReactor* Range(rpc::CallContext* ctx, const etcdserverpb::RangeRequest* request,
+                           etcdserverpb::RangeResponse* response);
+  rpc::UnaryReactor* Put(rpc::CallContext* ctx, const etcdserverpb::PutRequest* request,
+                         etcdserverpb::PutResponse* response);
+  rpc::UnaryReactor* DeleteRange(rpc::CallContext* ctx,
+                                 const etcdserverpb::DeleteRangeRequest* request,
+                                 etcdserverpb::DeleteRangeResponse* response);
+  rpc::UnaryReactor* Txn(rpc::CallContext* ctx, const etcdserverpb::TxnRequest* request,
+                         etcdserverpb::TxnResponse* response);
+  rpc::UnaryReactor* Compact(rpc::CallContext* ctx, const etcdserverpb::CompactionRequest* request,
+                             etcdserverpb::CompactionResponse* response);
+
+ private:
+  // Validates, proposes (or forwards) `request`, and finishes `reactor` with `extract` applied to
+  // the response computed at apply time.
+  template <typename Response, typename Extract>
+  rpc::UnaryReactor* WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
+                                     Response* response, Extract extract);
+
+  NodeContext& node_;
+};
+
+}  // namespace epoch::server

@@ -1,0 +1,86 @@
+// MaintenanceService (etcdserverpb.Maintenance) and ClusterService (etcdserverpb.Cluster): what
+// `etcdctl endpoint status/health`, `move-leader`, `alarm list` and `member list` need.
+// Snapshot streams an archive of a checkpoint (snapshot_service.h). Alarm lists, raises and
+// clears the replicated alarms (alarms.h, space_quota.h); Defragment compacts this member's
+// store whole. Membership changes are answered as unimplemented until they exist.
+#pragma once
+
+#include <asio.hpp>
+
+#include "epoch/node/node_context.h"
+#include "epoch/rpc/async_rpc.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+
+namespace epoch::server {
+
+class SnapshotManager;
+
+// The etcd API version we speak (what `etcdctl endpoint status` shows as VERSION).
+inline constexpr char kEtcdApiVersion[] = "3.5.0";
+
+class MaintenanceService final : public etcdserverpb::Maintenance::AsyncService {
+ public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
+  explicit MaintenanceService(NodeContext& node) : node_(node) {}
+
+  rpc::UnaryReactor* Status(rpc::CallContext* ctx, const etcdserverpb::StatusRequest* request,
+                            etcdserverpb::StatusResponse* response);
+  rpc::UnaryReactor* Alarm(rpc::CallContext* ctx, const etcdserverpb::AlarmRequest* request,
+                           etcdserverpb::AlarmResponse* response);
+  rpc::UnaryReactor* Defragment(rpc::CallContext* ctx,
+                                const etcdserverpb::DefragmentRequest* request,
+                                etcdserverpb::DefragmentResponse* response);
+  rpc::UnaryReactor* HashKV(rpc::CallContext* ctx, const etcdserverpb::HashKVRequest* request,
+                            etcdserverpb::HashKVResponse* response);
+  rpc::UnaryReactor* MoveLeader(rpc::CallContext* ctx,
+                                const etcdserverpb::MoveLeaderRequest* request,
+                                etcdserverpb::MoveLeaderResponse* response);
+  rpc::WriteReactor<etcdserverpb::SnapshotResponse>* Snapshot(
+      rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest* request);
+
+  // Before the service is registered. Without it, Snapshot answers UNIMPLEMENTED.
+  void SetSnapshots(SnapshotManager* snapshots, std::size_t message_bytes) {
+    snapshots_ = snapshots;
+    snapshot_message_bytes_ = message_bytes;
+  }
+
+ private:
+  NodeContext& node_;
+  SnapshotManager* snapshots_ = nullptr;
+  std::size_t snapshot_message_bytes_ = 64 << 10;
+  // Runs Defragment calls one at a time; joined when the service is destroyed (after the gRPC
+  // server's shutdown, which waits for the pending calls to finish).
+  asio::thread_pool defrag_pool_{1};
+};
+
+class ClusterService final : public etcdserverpb::Cluster::AsyncService {
+ public:
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
+  explicit ClusterService(NodeContext& node) : node_(node) {}
+
+  rpc::UnaryReactor* MemberList(rpc::CallContext* ctx,
+                                const etcdserverpb::MemberListRequest* request,
+                                etcdserverpb::MemberListResponse* response);
+  // Membership is fixed by --initial-cluster for now: these answer UNIMPLEMENTED with a message
+  // that says so (gRPC's default UNIMPLEMENTED carries none).
+  rpc::UnaryReactor* MemberAdd(rpc::CallContext* ctx, const etcdserverpb::MemberAddRequest* request,
+                               etcdserverpb::MemberAddResponse* response);
+  rpc::UnaryReactor* MemberRemove(rpc::CallContext* ctx,
+                                  const etcdserverpb::MemberRemoveRequest* request,
+                                  etcdserverpb::MemberRemoveResponse* response);
+  rpc::UnaryReactor* MemberUpdate(rpc::CallContext* ctx,
+                                  const etcdserverpb::MemberUpdateRequest* request,
+                                  etcdserverpb::MemberUpdateResponse* response);
+  rpc::UnaryReactor* MemberPromote(rpc::CallContext* ctx,
+                                   const etcdserverpb::MemberPromoteRequest* request,
+                                   etcdserverpb::MemberPromoteResponse* response);
+
+ private:
+  NodeContext& node_;
+};
+
+}  // namespace epoch::server

@@ -1,0 +1,157 @@
+#include "epoch/api/kv_service.h"
+
+#include "epoch/etcd_errors.h"
+#include "epoch/peer/leader_forwarder.h"
+#include "epoch/rpc/async_rpc.h"
+#include "epoch/rpc/grpc_util.h"
+#include "epoch/state/kv_validation.h"
+
+namespace epoch::server {
+namespace {
+
+bool IsForwarded(const rpc::CallContext* ctx) {
+  return ctx->client_metadata().count(kForwardedMetadata) > 0;
+}
+
+}  // namespace
+
+template <typename Response, typename Extract>
+rpc::UnaryReactor* KvService::WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
+                                              Response* response, Extract extract) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
+  Status size = ValidateRequestSize(request.ByteSizeLong(), node_.config().limits);
+  if (!size.ok()) {
+    reactor->Finish(ToGrpc(size));
+    return reactor;
+  }
+  auto finish = [this, reactor, response, extract](const Status& s, const v1::InternalResponse& r) {
+    if (!s.ok()) return reactor->Finish(ToGrpc(s));
+    *response = extract(r);
+    node_.FillHeader(response->mutable_header());
+    reactor->Finish(grpc::Status::OK);
+  };
+  // A forwarded write is proposed here or refused: it never travels a second hop.
+  if (IsForwarded(ctx) && node_.driver().status().role != raft::Role::kLeader) {
+    finish(etcd_errors::kNotLeader.ToStatus(), {});
+    return reactor;
+  }
+  // The answer comes on the Raft strand (leader) or the peer thread (a forwarded write): finish
+  // on the gRPC thread, where the answers one apply releases share one hop and each Finish costs
+  // no wake-up (as for a follower's reads, NodeContext::ReadBarrier).
+  node_.Write(std::move(request), ctx->deadline(),
+              [this, finish = std::move(finish)](const Status& s, const v1::InternalResponse& r) {
+                node_.client_queue().Dispatch([finish, s, r] { finish(s, r); });
+              });
+  return reactor;
+}
+
+rpc::UnaryReactor* KvService::Range(rpc::CallContext* ctx,
+                                    const etcdserverpb::RangeRequest* request,
+                                    etcdserverpb::RangeResponse* response) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
+  Status valid = ValidateRange(*request);
+  if (!valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  // One key (no range_end) is a bounded amount of work: it may be served on this gRPC thread.
+  const bool one_key = request->range_end().empty();
+  node_.ReadBarrier(
+      request->serializable(),
+      [this, reactor, request, response](const Status& s) {
+        if (!s.ok()) return reactor->Finish(ToGrpc(s));
+        Result<etcdserverpb::RangeResponse> result = node_.store().Range(*request);
+        if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+        *response = std::move(*result);
+        node_.FillHeader(response->mutable_header());
+        reactor->Finish(grpc::Status::OK);
+      },
+      one_key);
+  return reactor;
+}
+
+rpc::UnaryReactor* KvService::Put(rpc::CallContext* ctx, const etcdserverpb::PutRequest* request,
+                                  etcdserverpb::PutResponse* response) {
+  Status valid = ValidatePut(*request);
+  if (!valid.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_put() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.put(); });
+}
+
+rpc::UnaryReactor* KvService::DeleteRange(rpc::CallContext* ctx,
+                                          const etcdserverpb::DeleteRangeRequest* request,
+                                          etcdserverpb::DeleteRangeResponse* response) {
+  Status valid = ValidateDeleteRange(*request);
+  if (!valid.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_delete_range() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.delete_range(); });
+}
+
+rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::TxnRequest* request,
+                                  etcdserverpb::TxnResponse* response) {
+  Status valid = ValidateTxn(*request, node_.config().limits);
+  if (!valid.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  if (IsReadOnlyTxn(*request)) {
+    // No writes: a linearizable read, without a log entry (as etcd does).
+    rpc::UnaryReactor* reactor = ctx->DefaultReactor();
+    node_.ReadBarrier(false, [this, reactor, request, response](const Status& s) {
+      if (!s.ok()) return reactor->Finish(ToGrpc(s));
+      Result<etcdserverpb::TxnResponse> result = node_.store().ReadOnlyTxn(*request);
+      if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+      *response = std::move(*result);
+      node_.FillHeader(response->mutable_header());
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_txn() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.txn(); });
+}
+
+rpc::UnaryReactor* KvService::Compact(rpc::CallContext* ctx,
+                                      const etcdserverpb::CompactionRequest* request,
+                                      etcdserverpb::CompactionResponse* response) {
+  v1::InternalRequest internal;
+  *internal.mutable_compaction() = *request;
+  return WriteThroughLog(ctx, std::move(internal), response,
+                         [](const v1::InternalResponse& r) { return r.compaction(); });
+}
+
+void KvService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::KV::AsyncService;
+  server.Unary(this, &Async::RequestRange,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Range(c, q, r); },
+               {.pending = 32});
+  server.Unary(this, &Async::RequestPut,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Put(c, q, r); },
+               {.pending = 32});
+  server.Unary(this, &Async::RequestDeleteRange,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return DeleteRange(c, q, r); },
+               {.pending = 8});
+  server.Unary(this, &Async::RequestTxn,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Txn(c, q, r); },
+               {.pending = 32});
+  server.Unary(this, &Async::RequestCompact,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Compact(c, q, r); },
+               {.pending = 2});
+}
+
+}  // namespace epoch::server

@@ -1,0 +1,131 @@
+// KeepAliveStream: the server side of a keep-alive bidi stream (etcdserverpb.Lease/LeaseKeepAlive
+// and epoch.v1.Lease/KeepAlive). Each request is handed to LeaseManager::KeepAlive (batched on the
+// leader, forwarded from a follower) as soon as it is read; answers are written in the order they
+// come back (clients match them by lease ID, as etcd's clientv3 does). A keep-alive that could not
+// be decided (no leader, leader changed) gets no answer: clients send the next one on their own
+// schedule (clientv3: every 500 ms until answered), which is how a stream rides out a failover.
+// The stream ends with OK once the client half-closed and every answer is written.
+//
+// Threading: gRPC calls the reactions on its threads; answers arrive on the driver's strand or a
+// gRPC client thread. All state is guarded by one mutex that lives in a block shared with the
+// answer callbacks, which see a null stream once OnDone ran (the reactor deletes itself there).
+// The mutex is recursive in case gRPC runs a reaction inline from StartWrite or Finish.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "epoch/lease/lease_manager.h"
+#include "epoch/rpc/async_rpc.h"
+
+namespace epoch::server {
+
+template <typename Request, typename Response>
+class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
+ public:
+  // `id_of` reads the lease ID from a request; `to_response` builds the answer.
+  KeepAliveStream(LeaseManager& leases, std::function<std::int64_t(const Request&)> id_of,
+                  std::function<Response(const KeepAliveOutcome&)> to_response)
+      : leases_(leases),
+        id_of_(std::move(id_of)),
+        to_response_(std::move(to_response)),
+        shared_(std::make_shared<Shared>()) {
+    shared_->stream = this;
+    this->StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    auto shared = shared_;
+    if (!ok) {
+      std::lock_guard lock(shared->mu);
+      reads_done_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    const LeaseId id(id_of_(request_));
+    {
+      std::lock_guard lock(shared->mu);
+      ++outstanding_;
+    }
+    leases_.KeepAlive(id, /*forwarded=*/false, [shared](const KeepAliveOutcome& out) {
+      std::lock_guard lock(shared->mu);
+      if (shared->stream) shared->stream->OnOutcomeLocked(out);
+    });
+    this->StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    auto shared = shared_;
+    std::lock_guard lock(shared->mu);
+    writing_ = false;
+    if (!ok) {
+      write_failed_ = true;
+      queue_.clear();
+    }
+    MaybeWriteLocked();
+    MaybeFinishLocked();
+  }
+
+  void OnDone() override {
+    {
+      auto shared = shared_;
+      std::lock_guard lock(shared->mu);
+      shared->stream = nullptr;
+    }
+    delete this;
+  }
+
+ private:
+  struct Shared {
+    std::recursive_mutex mu;
+    KeepAliveStream* stream = nullptr;  // guarded by mu; null once OnDone ran
+  };
+
+  void OnOutcomeLocked(const KeepAliveOutcome& out) {
+    --outstanding_;
+    if (out.status.ok() && !write_failed_ && !finishing_) {
+      queue_.push_back(to_response_(out));
+      MaybeWriteLocked();
+    }
+    MaybeFinishLocked();
+  }
+
+  void MaybeWriteLocked() {
+    if (writing_ || queue_.empty() || finishing_) return;
+    writing_ = true;
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    this->StartWrite(&current_);
+  }
+
+  void MaybeFinishLocked() {
+    if (finishing_ || writing_) return;
+    const bool drained = reads_done_ && outstanding_ == 0 && queue_.empty();
+    if (!drained && !write_failed_) return;
+    // After a failed write the client is gone; its pending reads complete with ok = false.
+    if (!reads_done_) return;
+    finishing_ = true;
+    this->Finish(grpc::Status::OK);
+  }
+
+  LeaseManager& leases_;
+  const std::function<std::int64_t(const Request&)> id_of_;
+  const std::function<Response(const KeepAliveOutcome&)> to_response_;
+  std::shared_ptr<Shared> shared_;
+  Request request_;  // the read in progress (one at a time)
+
+  // Guarded by shared_->mu.
+  bool reads_done_ = false;
+  bool writing_ = false;
+  bool write_failed_ = false;
+  bool finishing_ = false;
+  int outstanding_ = 0;  // keep-alives handed to the manager and not answered yet
+  std::deque<Response> queue_;
+  Response current_;  // the write in progress
+};
+
+}  // namespace epoch::server

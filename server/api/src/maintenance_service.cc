@@ -1,0 +1,254 @@
+#include "epoch/api/maintenance_service.h"
+
+#include <fmt/format.h>
+
+#include <asio.hpp>
+#include <string_view>
+
+#include "epoch/etcd_errors.h"
+#include "epoch/rpc/grpc_util.h"
+#include "epoch/state/alarms.h"
+#include "snapshot_service.h"
+
+namespace epoch::server {
+
+rpc::UnaryReactor* MaintenanceService::Status(rpc::CallContext* ctx,
+                                              const etcdserverpb::StatusRequest*,
+                                              etcdserverpb::StatusResponse* response) {
+  DriverStatus s = node_.driver().status();
+  response->set_version(kEtcdApiVersion);
+  response->set_dbsize(node_.store().ApproximateSizeBytes());
+  response->set_dbsizeinuse(node_.store().ApproximateSizeBytes());
+  response->set_leader(s.leader.value());
+  response->set_raftindex(s.last_index.value());
+  response->set_raftterm(s.term.value());
+  response->set_raftappliedindex(s.applied.value());
+  response->set_islearner(false);
+  if (s.leader == raft::kNoNode) response->add_errors(std::string(etcd_errors::kNoLeader.message));
+  for (const StoreAlarm& alarm : node_.store().Alarms()) response->add_errors(AlarmText(alarm));
+  node_.FillHeader(response->mutable_header());
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+rpc::UnaryReactor* MaintenanceService::Alarm(rpc::CallContext* ctx,
+                                             const etcdserverpb::AlarmRequest* request,
+                                             etcdserverpb::AlarmResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  if (request->action() == etcdserverpb::AlarmRequest::GET) {
+    // A linearizable read of the replicated alarms (etcd sends GET through its log).
+    node_.ReadBarrier(false, [this, reactor, request, response](const epoch::Status& s) {
+      if (!s.ok()) return reactor->Finish(ToGrpc(s));
+      ListAlarms(node_.store().Alarms(), request->alarm(), response);
+      node_.FillHeader(response->mutable_header());
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+  epoch::Status valid = ValidateAlarmChange(*request);
+  if (!valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  v1::InternalRequest internal;
+  *internal.mutable_alarm() = *request;
+  node_.Write(std::move(internal), ctx->deadline(),
+              [this, reactor, response](const epoch::Status& s, const v1::InternalResponse& r) {
+                if (!s.ok()) return reactor->Finish(ToGrpc(s));
+                *response = r.alarm();
+                node_.FillHeader(response->mutable_header());
+                reactor->Finish(grpc::Status::OK);
+              });
+  return reactor;
+}
+
+rpc::UnaryReactor* MaintenanceService::Defragment(rpc::CallContext* ctx,
+                                                  const etcdserverpb::DefragmentRequest*,
+                                                  etcdserverpb::DefragmentResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  // Seconds of compaction: on a thread of its own, never a gRPC or read thread.
+  asio::post(defrag_pool_, [this, reactor, response] {
+    epoch::Status s = node_.store().Defragment();
+    if (!s.ok()) return reactor->Finish(ToGrpc(s));
+    node_.FillHeader(response->mutable_header());
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+rpc::UnaryReactor* MaintenanceService::HashKV(rpc::CallContext* ctx,
+                                              const etcdserverpb::HashKVRequest* request,
+                                              etcdserverpb::HashKVResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  // Hashing reads the whole store: on the read pool, not on the thread that serves every call.
+  asio::post(node_.read_pool(), [this, reactor, request, response] {
+    Result<KvHash> hash = node_.store().HashKV(Revision(request->revision()));
+    if (!hash.ok()) return reactor->Finish(ToGrpc(hash.status()));
+    response->set_hash(hash->hash);
+    response->set_compact_revision(hash->compact_revision.value());
+    node_.FillHeader(response->mutable_header());
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+rpc::UnaryReactor* MaintenanceService::MoveLeader(rpc::CallContext* ctx,
+                                                  const etcdserverpb::MoveLeaderRequest* request,
+                                                  etcdserverpb::MoveLeaderResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  NodeId target(request->targetid());
+  if (node_.driver().status().role != raft::Role::kLeader) {
+    reactor->Finish(ToGrpc(etcd_errors::kNotLeader));
+    return reactor;
+  }
+  if (!node_.config().FindMember(target)) {
+    reactor->Finish(ToGrpc(etcd_errors::kBadLeaderTransferee));
+    return reactor;
+  }
+  // Like etcd, answer once the target leads (or fail after the deadline / a few election floors).
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  node_.driver().TransferLeadership(
+      target, [this, reactor, response, target, give_up](const epoch::Status& s) {
+        if (!s.ok()) return reactor->Finish(ToGrpc(s));
+        // The poll function holds itself only weakly; a pending timer wait holds it strongly.
+        // So it is freed after its last run returns — never while it runs (assigning to *poll
+        // from inside the running function destroyed its own captures: a use-after-free that
+        // crashed the old leader right after every successful transfer).
+        auto poll = std::make_shared<std::function<void()>>();
+        auto timer = std::make_shared<asio::steady_timer>(node_.read_pool());
+        std::weak_ptr<std::function<void()>> weak_poll = poll;
+        *poll = [this, reactor, response, target, give_up, weak_poll, timer] {
+          if (node_.driver().status().leader == target) {
+            node_.FillHeader(response->mutable_header());
+            return reactor->Finish(grpc::Status::OK);
+          }
+          if (std::chrono::steady_clock::now() > give_up) {
+            return reactor->Finish(ToGrpc(etcd_errors::kTimeout));
+          }
+          timer->expires_after(std::chrono::milliseconds(5));
+          timer->async_wait([next = weak_poll.lock()](std::error_code) { (*next)(); });
+        };
+        (*poll)();
+      });
+  return reactor;
+}
+
+rpc::WriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
+    rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest*) {
+  if (snapshots_ == nullptr) {
+    class Unimplemented final : public rpc::WriteReactor<etcdserverpb::SnapshotResponse> {
+     public:
+      Unimplemented() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no snapshots")); }
+      void OnDone() override { delete this; }
+    };
+    (void)ctx;
+    return new Unimplemented();
+  }
+  return StartSnapshotStream(node_, *snapshots_, snapshot_message_bytes_);
+}
+
+rpc::UnaryReactor* ClusterService::MemberList(rpc::CallContext* ctx,
+                                              const etcdserverpb::MemberListRequest*,
+                                              etcdserverpb::MemberListResponse* response) {
+  for (const MemberInfo& m : node_.config().members) {
+    etcdserverpb::Member* member = response->add_members();
+    member->set_id(m.id.value());
+    member->set_name(m.name);
+    member->add_peerurls("http://" + m.peer.ToString());
+    for (const std::string& url : node_.ClientUrlsOf(m)) member->add_clienturls(url);
+  }
+  node_.FillHeader(response->mutable_header());
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+namespace {
+
+rpc::UnaryReactor* MembershipUnsupported(rpc::CallContext* ctx, std::string_view call) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status(
+      grpc::StatusCode::UNIMPLEMENTED,
+      fmt::format("epoch: {} is not supported yet: the voters are fixed by --initial-cluster "
+                  "(replace a failed member by restarting it with the same name and address)",
+                  call)));
+  return reactor;
+}
+
+}  // namespace
+
+rpc::UnaryReactor* ClusterService::MemberAdd(rpc::CallContext* ctx,
+                                             const etcdserverpb::MemberAddRequest*,
+                                             etcdserverpb::MemberAddResponse*) {
+  return MembershipUnsupported(ctx, "MemberAdd");
+}
+
+rpc::UnaryReactor* ClusterService::MemberRemove(rpc::CallContext* ctx,
+                                                const etcdserverpb::MemberRemoveRequest*,
+                                                etcdserverpb::MemberRemoveResponse*) {
+  return MembershipUnsupported(ctx, "MemberRemove");
+}
+
+rpc::UnaryReactor* ClusterService::MemberUpdate(rpc::CallContext* ctx,
+                                                const etcdserverpb::MemberUpdateRequest*,
+                                                etcdserverpb::MemberUpdateResponse*) {
+  return MembershipUnsupported(ctx, "MemberUpdate");
+}
+
+rpc::UnaryReactor* ClusterService::MemberPromote(rpc::CallContext* ctx,
+                                                 const etcdserverpb::MemberPromoteRequest*,
+                                                 etcdserverpb::MemberPromoteResponse*) {
+  return MembershipUnsupported(ctx, "MemberPromote");
+}
+
+void MaintenanceService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::Maintenance::AsyncService;
+  server.Unary(this, &Async::RequestAlarm,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Alarm(c, q, r); },
+               {.pending = 2});
+  server.Unary(this, &Async::RequestStatus,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Status(c, q, r); },
+               {.pending = 4});
+  server.Unary(this, &Async::RequestDefragment,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return Defragment(c, q, r); },
+               {.pending = 2});
+  server.Unary(this, &Async::RequestHash, [](rpc::CallContext* c, const auto*, auto*) {
+    rpc::UnaryReactor* reactor = c->DefaultReactor();
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Hash is not implemented; use HashKV"));
+    return reactor;
+  });
+  server.Unary(this, &Async::RequestHashKV,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return HashKV(c, q, r); },
+               {.pending = 2});
+  server.ServerStream(this, &Async::RequestSnapshot,
+                      [this](rpc::CallContext* c, const auto* q) { return Snapshot(c, q); });
+  server.Unary(this, &Async::RequestMoveLeader,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return MoveLeader(c, q, r); },
+               {.pending = 2});
+}
+
+void ClusterService::Register(rpc::Server& server) {
+  using Async = etcdserverpb::Cluster::AsyncService;
+  server.Unary(this, &Async::RequestMemberAdd,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberAdd(c, q, r); },
+               {.pending = 1});
+  server.Unary(
+      this, &Async::RequestMemberRemove,
+      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberRemove(c, q, r); },
+      {.pending = 1});
+  server.Unary(
+      this, &Async::RequestMemberUpdate,
+      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberUpdate(c, q, r); },
+      {.pending = 1});
+  server.Unary(this, &Async::RequestMemberList,
+               [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberList(c, q, r); },
+               {.pending = 2});
+  server.Unary(
+      this, &Async::RequestMemberPromote,
+      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberPromote(c, q, r); },
+      {.pending = 1});
+}
+
+}  // namespace epoch::server

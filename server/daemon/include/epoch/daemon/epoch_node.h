@@ -1,0 +1,41 @@
+// EpochNode: one running epochd — opens the WAL and the state machine under the data
+// directory, bootstraps a new member, and wires the Raft driver, the peer transport, the gRPC
+// services and the metrics endpoint together. server/main.cc is a thin CLI around it; the
+// integration tests start several in one process.
+//
+// Data directory layout: <data-dir>/wal (wal/FORMAT.md), <data-dir>/kv (RocksDB).
+//
+// Threads: one for the Raft driver (its io_context), one for the peer transport and the metrics
+// endpoint, a small read pool, the WAL's sync and preallocation threads, and gRPC's own.
+#pragma once
+
+#include <memory>
+
+#include "epoch/node/node_config.h"
+#include "epoch/status.h"
+
+namespace epoch::server {
+
+class EpochNode {
+ public:
+  // Validates the configuration, opens storage and starts serving. Errors name what to fix.
+  static Result<std::unique_ptr<EpochNode>> Start(NodeConfig config);
+  ~EpochNode();
+
+  // Blocks until Shutdown() is called (from another thread or a signal handler thread).
+  void Wait();
+  // Stops serving and closes storage. Idempotent.
+  void Shutdown();
+
+  [[nodiscard]] std::uint16_t client_port() const;
+  [[nodiscard]] std::uint16_t peer_port() const;
+  [[nodiscard]] std::uint16_t metrics_port() const;
+
+  class Impl;
+
+ private:
+  explicit EpochNode(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace epoch::server

@@ -1,0 +1,85 @@
+// epochd: one node of an Epoch cluster. Parses flags (CLI11), validates them, and runs an
+// EpochNode until SIGINT or SIGTERM.
+#include <absl/synchronization/mutex.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "epoch/daemon/epoch_node.h"
+#include "epoch/daemon/snapshot_restore.h"
+#include "node_flags.h"
+
+namespace {
+
+using epoch::server::NodeConfig;
+
+// --restore-snapshot: the etcdctl snapshot restore step of a new cluster.
+int RestoreAndExit(const std::string& file, const NodeConfig& config) {
+  auto restored = epoch::server::RestoreSnapshot(file, config);
+  if (!restored.ok()) {
+    std::cerr << "epochd: cannot restore " << file << ": " << restored.status().ToString() << "\n";
+    return 1;
+  }
+  std::cout << fmt::format(
+      "restored {} (applied index {}, term {}, revision {}, from cluster {:x}) into {} as member "
+      "{} of a new {}-member cluster; its log starts after index {}\n",
+      file, restored->archive.applied_index, restored->archive.applied_term,
+      restored->archive.revision, restored->archive.cluster_id, config.data_dir, config.name,
+      restored->voters, restored->snapshot_index);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // gRPC's locks are absl::Mutex, and Debian's Abseil checks every acquisition against a global
+  // lock-order graph (2 % of a write's CPU in bench/kv/PROFILE.md). Our own locks are std::mutex,
+  // checked by the TSan preset instead.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  CLI::App app{"epochd: a node of an Epoch cluster (etcd v3 API, Raft, fencing tokens)"};
+  epoch::server::NodeFlags flags;
+  NodeConfig config;
+  epoch::server::AddNodeFlags(app, flags, config);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  epoch::Status valid = epoch::server::FinishNodeFlags(flags, config);
+  if (!valid.ok()) {
+    std::cerr << "epochd: " << valid.message() << "\n";
+    return 2;
+  }
+  if (!flags.restore_snapshot.empty()) return RestoreAndExit(flags.restore_snapshot, config);
+
+  // Block the stop signals in every thread; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto node = epoch::server::EpochNode::Start(config);
+  if (!node.ok()) {
+    std::cerr << "epochd: " << node.status().ToString() << "\n";
+    return 1;
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("node={} received signal {}, shutting down", config.name, sig);
+    (*node)->Shutdown();
+  });
+  (*node)->Wait();
+  (*node)->Shutdown();
+  // Wake the signal waiter if we stopped for another reason.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return 0;
+}

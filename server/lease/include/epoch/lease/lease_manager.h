@@ -1,0 +1,162 @@
+// LeaseManager: the running side of leases on one node — the leader's cluster clock, keep-alive
+// batching, expiry, and the routing of keep-alives from followers to the leader.
+//
+// On the leader (all on the Raft driver's strand, through the driver's hooks):
+//   - every proposal is stamped with the cluster clock (ClusterClock: continues from the applied
+//     cluster time once the term's first entry applied; never wall-clock, never reset), and a
+//     lease grant without an ID gets a fresh unique non-zero one here, before it enters the log,
+//     so applying it is deterministic;
+//   - an idle leader proposes a ClockTick every clock_tick_interval;
+//   - keep-alives collected during a tick window become one `lease_checkpoint` entry; a lease that
+//     is unknown or past its deadline on the leader's clock is answered TTL = 0 without renewing;
+//     the response header is captured when the keep-alive arrives, before renewing;
+//   - every expiry_check_interval the leader proposes a revoke for each lease whose deadline
+//     passed; the state machine deletes its keys in one revision. A lease is never renewed and
+//     revoked at once (LeaseInFlight explains the race this closes). Reading the lease table is
+//     O(leases) on the strand, so a check skips the read while no deadline can have passed yet:
+//     the earliest deadline at the last read, lowered by every grant stamped since (renewals only
+//     move deadlines later); a full read still happens every full_scan_interval.
+// On a follower, KeepAlive forwards each keep-alive to the leader's epoch.v1.Lease/Renew (unary,
+// marked forwarded so it never takes a second hop); when no leader is known it fails at once and
+// the client's next keep-alive (clientv3 resends every 500 ms until answered) tries again.
+//
+// The published bounds (MaxFailoverExtensionMs, MaxExtensionMs — cluster_clock.h) are exported in
+// /metrics and in epoch.v1.Lease/Status and ClockStatus.
+//
+// Threading: KeepAlive, EstimateNowMs, Stats and the bound accessors are thread-safe. Callbacks
+// run on the driver's strand or on a gRPC client thread and must not block. Attach() before the
+// driver starts; Stop() before the driver is destroyed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include "epoch/lease/cluster_clock.h"
+#include "epoch/lease/lease_keepalive_batcher.h"
+#include "epoch/node/node_context.h"
+
+namespace epoch::server {
+
+class LeaseForwarder;
+
+struct LeaseOptions {
+  std::chrono::milliseconds clock_tick_interval{100};
+  std::chrono::milliseconds expiry_check_interval{20};
+  // Safety net: the lease table is read at least this often, even when no deadline can have
+  // passed (and a grant stamped this long ago is assumed applied).
+  std::chrono::milliseconds full_scan_interval{1000};
+  // Keep-alives wait at most this long (rounded up to a driver tick) to share a renewal entry.
+  std::chrono::milliseconds keepalive_window{5};
+  std::size_t keepalive_batch_max = 1024;
+  // Revokes proposed per expiry check (the rest wait for the next check).
+  std::size_t revokes_per_check = 128;
+  // The monotonic clock; tests substitute one they move by hand. Default: steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> clock;
+};
+
+struct LeaseStats {
+  std::int64_t cluster_time_ms = 0;       // EstimateNowMs()
+  bool clock_running = false;             // this node leads and its clock started
+  std::uint64_t keepalives = 0;           // keep-alives answered OK (any TTL)
+  std::uint64_t renewal_entries = 0;      // lease_checkpoint entries committed
+  std::uint64_t expired = 0;              // leases revoked by expiry
+  std::uint64_t expiry_scans = 0;         // reads of the lease table by the expiry check
+  std::uint64_t clock_ticks = 0;          // ClockTick entries committed
+  std::uint64_t clock_starts = 0;         // times this node started the clock as a new leader
+  std::int64_t last_start_stall_ms = -1;  // ClusterClock::last_start_stall_ms, -1 if none
+  std::int64_t max_start_stall_ms = -1;
+  std::uint64_t keepalive_latency_count = 0;  // leader-side, arrival to answer
+  std::uint64_t keepalive_latency_sum_us = 0;
+  std::uint64_t grants = 0;   // grants this member answered to its own clients
+  std::uint64_t revokes = 0;  // revokes this member answered to its own clients
+};
+
+class LeaseManager {
+ public:
+  LeaseManager(NodeContext& node, LeaseOptions options);
+  ~LeaseManager();
+  LeaseManager(const LeaseManager&) = delete;
+  LeaseManager& operator=(const LeaseManager&) = delete;
+
+  // Installs the proposal and tick hooks on the node's driver. Before the driver starts.
+  void Attach();
+  // Fails every waiting keep-alive; later ones fail at once.
+  void Stop();
+
+  // Renews lease `id` (leader: batched; follower: forwarded unless `forwarded`, then "not
+  // leader"). `done` gets the outcome exactly once.
+  void KeepAlive(LeaseId id, bool forwarded, KeepAliveCallback done);
+
+  // The best local estimate of the cluster time now (ClusterClock::Estimate).
+  [[nodiscard]] std::int64_t EstimateNowMs() const;
+  [[nodiscard]] LeaseStats Stats() const;
+  // Prometheus text for /metrics: the counters of LeaseStats, the cluster clock and the bounds.
+  void RenderMetrics(std::string* out) const;
+  // The services count the grants and revokes they answer (not those forwarded to them, which the
+  // forwarding member counts).
+  void CountGrant();
+  void CountRevoke();
+  [[nodiscard]] const ClockTiming& timing() const { return timing_; }
+  [[nodiscard]] std::int64_t MaxFailoverExtensionMs() const;
+  [[nodiscard]] std::int64_t MaxExtensionMs(std::int64_t ttl_ms) const;
+  // Smallest TTL granted (etcd's minLeaseTTL: 1.5 election floors); shorter requests are raised.
+  [[nodiscard]] std::int64_t MinTtlMs() const;
+
+ private:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  [[nodiscard]] TimePoint Now() const;
+  // --- strand only ---
+  void StampProposal(v1::InternalRequest& request);
+  void OnTick();
+  void ObserveLeadership(TimePoint now);
+  void LeaveLeadership(const Status& reason);
+  void KeepAliveOnStrand(LeaseId id, bool forwarded, KeepAliveCallback done);
+  void FlushKeepAlives(TimePoint now);
+  void ProposeRenewals(std::vector<LeaseId> ids, std::vector<KeepAliveBatcher::Waiter> waiters);
+  void CheckExpiry(TimePoint now);
+  void MaybeProposeClockTick(TimePoint now);
+  LeaseId ChooseLeaseId();
+  void Publish();
+  [[nodiscard]] etcdserverpb::ResponseHeader CaptureHeader() const;
+  void Forward(LeaseId id, KeepAliveCallback done);
+
+  NodeContext& node_;
+  const LeaseOptions options_;
+  const ClockTiming timing_;
+  std::unique_ptr<LeaseForwarder> forwarder_;
+
+  // --- Strand-only state. ---
+  bool stopped_ = false;
+  ClusterClock clock_;
+  KeepAliveBatcher batcher_;
+  LeaseInFlight in_flight_;
+  // Bumped on every change of leadership; callbacks of proposals from an older generation do not
+  // touch in_flight_ (it was reset).
+  std::uint64_t generation_ = 0;
+  bool clock_tick_in_flight_ = false;
+  TimePoint next_expiry_check_;
+  // No lease can expire before this cluster time: the earliest deadline at the last read of the
+  // lease table, lowered by grants stamped since. The lowest value forces a read.
+  std::int64_t next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+  TimePoint next_full_scan_;
+  // Grants stamped within the last full_scan_interval (stamp time, deadline): a read of the table
+  // may not see them applied yet.
+  std::deque<std::pair<TimePoint, std::int64_t>> recent_grants_;
+  std::mt19937_64 id_rng_;
+
+  // Published for other threads.
+  mutable std::mutex mu_;
+  ClusterClock published_clock_;  // guarded by mu_: a copy of clock_ after each tick
+  LeaseStats stats_;              // guarded by mu_ (cluster_time_ms filled by Stats())
+};
+
+}  // namespace epoch::server

@@ -1,0 +1,448 @@
+#include "epoch/lease/lease_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "epoch/etcd_errors.h"
+#include "epoch/peer/lease_forwarder.h"
+
+namespace epoch::server {
+namespace {
+
+ClockTiming TimingFor(const NodeConfig& config, const LeaseOptions& options) {
+  ClockTiming t;
+  t.tick = config.tick;
+  t.election_timeout_min_ticks = config.raft.election_timeout_min_ticks;
+  t.max_election_timeout_ticks = config.raft.max_election_timeout_ticks;
+  t.election_jitter_ticks = config.raft.election_jitter_ticks;
+  t.max_clock_drift = config.raft.max_clock_drift;
+  t.clock_tick_interval = options.clock_tick_interval;
+  t.expiry_check_interval = options.expiry_check_interval;
+  return t;
+}
+
+Status LeaderChanged() { return etcd_errors::kLeaderChanged.ToStatus(); }
+
+std::uint64_t SeedFor(NodeId id) {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device() ^ id.value();
+}
+
+// How long a forwarded keep-alive may take before the client's next one replaces it.
+constexpr auto kForwardTimeout = std::chrono::seconds(2);
+
+}  // namespace
+
+LeaseManager::LeaseManager(NodeContext& node, LeaseOptions options)
+    : node_(node),
+      options_(std::move(options)),
+      timing_(TimingFor(node.config(), options_)),
+      forwarder_(std::make_unique<LeaseForwarder>(
+          node.client_queue(), [&node](NodeId id) { return node.ClientAddressOf(id); })),
+      batcher_(options_.keepalive_window, options_.keepalive_batch_max),
+      id_rng_(SeedFor(node.config().self_id())) {}
+
+LeaseManager::~LeaseManager() = default;
+
+void LeaseManager::Attach() {
+  node_.driver().SetProposalHook([this](v1::InternalRequest& r) { StampProposal(r); });
+  node_.driver().SetTickHook([this] { OnTick(); });
+}
+
+void LeaseManager::Stop() {
+  node_.driver().Post([this] {
+    stopped_ = true;
+    LeaveLeadership(etcd_errors::kStopped.ToStatus());
+  });
+}
+
+LeaseManager::TimePoint LeaseManager::Now() const {
+  return options_.clock ? options_.clock() : std::chrono::steady_clock::now();
+}
+
+std::int64_t LeaseManager::EstimateNowMs() const {
+  std::lock_guard lock(mu_);
+  return published_clock_.Estimate(Now(), 2 * timing_.clock_tick_interval);
+}
+
+LeaseStats LeaseManager::Stats() const {
+  LeaseStats s;
+  {
+    std::lock_guard lock(mu_);
+    s = stats_;
+  }
+  s.cluster_time_ms = EstimateNowMs();
+  return s;
+}
+
+void LeaseManager::RenderMetrics(std::string* out) const {
+  const LeaseStats s = Stats();
+  auto metric = [out](std::string_view type, std::string_view name, std::string_view help,
+                      auto value) {
+    *out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
+  };
+  metric("gauge", "epoch_cluster_time_ms", "This member's estimate of the cluster clock.",
+         s.cluster_time_ms);
+  metric("gauge", "epoch_cluster_clock_running", "1 if this member leads and its clock runs.",
+         s.clock_running ? 1 : 0);
+  metric("gauge", "epoch_lease_max_failover_extension_ms",
+         "Published bound on the cluster time lost in one leader failover.",
+         MaxFailoverExtensionMs());
+  metric("gauge", "epoch_cluster_clock_last_start_stall_ms",
+         "Cluster time that stood still before this member last started the clock (-1: never).",
+         s.last_start_stall_ms);
+  metric("gauge", "epoch_cluster_clock_max_start_stall_ms",
+         "Largest such stall seen by this member (-1: never).", s.max_start_stall_ms);
+  metric("counter", "epoch_cluster_clock_starts_total", "Times this member started the clock.",
+         s.clock_starts);
+  metric("counter", "epoch_cluster_clock_ticks_total", "ClockTick entries committed.",
+         s.clock_ticks);
+  metric("counter", "epoch_lease_keepalives_total", "Keep-alives answered by this leader.",
+         s.keepalives);
+  metric("counter", "epoch_lease_renewal_entries_total",
+         "Batched renewal (lease_checkpoint) entries committed.", s.renewal_entries);
+  metric("counter", "epoch_leases_expired_total", "Leases revoked by expiry.", s.expired);
+  metric("counter", "epoch_leases_granted_total", "Lease grants answered to this member's clients.",
+         s.grants);
+  metric("counter", "epoch_leases_revoked_total",
+         "Lease revokes answered to this member's clients.", s.revokes);
+  *out += fmt::format(
+      "# HELP epoch_lease_keepalive_seconds Keep-alive latency on the leader (arrival to "
+      "answer).\n# TYPE epoch_lease_keepalive_seconds summary\n"
+      "epoch_lease_keepalive_seconds_sum {}\nepoch_lease_keepalive_seconds_count {}\n",
+      static_cast<double>(s.keepalive_latency_sum_us) / 1e6, s.keepalive_latency_count);
+}
+
+void LeaseManager::CountGrant() {
+  std::lock_guard lock(mu_);
+  ++stats_.grants;
+}
+
+void LeaseManager::CountRevoke() {
+  std::lock_guard lock(mu_);
+  ++stats_.revokes;
+}
+
+std::int64_t LeaseManager::MaxFailoverExtensionMs() const {
+  return server::MaxFailoverExtensionMs(timing_);
+}
+
+std::int64_t LeaseManager::MaxExtensionMs(std::int64_t ttl_ms) const {
+  return server::MaxExtensionMs(timing_, ttl_ms);
+}
+
+std::int64_t LeaseManager::MinTtlMs() const {
+  // etcd: minTTL = 3/2 election timeouts (lessor.go), so a lease outlives a normal election.
+  return 3 * timing_.election_timeout_min_ticks * timing_.tick.count() / 2;
+}
+
+// --- strand ---------------------------------------------------------------------------------
+
+void LeaseManager::StampProposal(v1::InternalRequest& request) {
+  const TimePoint now = Now();
+  const std::int64_t stamp = clock_.Stamp(now);
+  request.set_cluster_time_ms(stamp);
+  if (!request.has_lease_grant()) return;
+  if (request.lease_grant().id() == 0) {
+    request.mutable_lease_grant()->set_id(ChooseLeaseId().value());
+  }
+  if (stamp > 0) {
+    // Applied, this grant's deadline is exactly stamp + TTL (stamps are the state machine's
+    // clock). Before the clock runs there is no expiry check to inform.
+    const std::int64_t deadline = stamp + request.lease_grant().ttl_ms();
+    next_possible_expiry_ms_ = std::min(next_possible_expiry_ms_, deadline);
+    recent_grants_.emplace_back(now, deadline);
+  }
+}
+
+LeaseId LeaseManager::ChooseLeaseId() {
+  // Positive 63-bit random IDs (etcd's are positive too), unused in the applied state. Two grants
+  // racing to the same unapplied ID would need a 2^-63 coincidence; the loser would get etcd's
+  // "lease already exists", never a shared lease.
+  for (;;) {
+    LeaseId id(static_cast<std::int64_t>(id_rng_() >> 1));
+    if (id.value() == 0) continue;
+    Result<std::optional<LeaseInfo>> existing = node_.store().GetLease(id);
+    if (existing.ok() && existing->has_value()) continue;
+    return id;
+  }
+}
+
+void LeaseManager::OnTick() {
+  if (stopped_) return;
+  const TimePoint now = Now();
+  ObserveLeadership(now);
+  if (clock_.running()) {
+    if (batcher_.FlushDue(now)) FlushKeepAlives(now);
+    if (now >= next_expiry_check_) {
+      next_expiry_check_ = now + options_.expiry_check_interval;
+      CheckExpiry(now);
+    }
+    MaybeProposeClockTick(now);
+  }
+  Publish();
+}
+
+void LeaseManager::ObserveLeadership(TimePoint now) {
+  const DriverStatus status = node_.driver().status();
+  const bool leader = status.role == raft::Role::kLeader;
+  if (clock_.leading() && (!leader || clock_.term() != status.term)) {
+    LeaveLeadership(LeaderChanged());
+  }
+  if (leader && !clock_.leading()) {
+    // The term's no-op was appended when the core became leader, before this status was
+    // published, so it is at or below status.last_index.
+    clock_.BecomeLeader(status.term, status.last_index);
+    in_flight_.Reset();
+    ++generation_;
+    clock_tick_in_flight_ = false;
+  }
+  KvStore& store = node_.store();
+  if (clock_.MaybeStart(store.AppliedIndex(), store.ClusterTimeMs(), now)) {
+    next_expiry_check_ = now;
+    next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+    recent_grants_.clear();
+    std::optional<std::int64_t> stall = clock_.last_start_stall_ms();
+    spdlog::info("node={:x} term={} cluster clock starts at {} ms (stood still {} ms)",
+                 node_.config().self_id(), status.term, store.ClusterTimeMs(), stall ? *stall : -1);
+    std::lock_guard lock(mu_);
+    ++stats_.clock_starts;
+    if (stall) {
+      stats_.last_start_stall_ms = *stall;
+      stats_.max_start_stall_ms = std::max(stats_.max_start_stall_ms, *stall);
+    }
+  }
+  clock_.ObserveApplied(store.ClusterTimeMs(), now);
+}
+
+void LeaseManager::LeaveLeadership(const Status& reason) {
+  if (clock_.leading()) clock_.StepDown();
+  in_flight_.Reset();
+  ++generation_;
+  next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+  recent_grants_.clear();
+  KeepAliveBatcher::Batch batch = batcher_.Take();
+  for (auto& w : batch.waiters) {
+    KeepAliveOutcome out;
+    out.status = reason;
+    out.id = w.id;
+    w.done(out);
+  }
+}
+
+void LeaseManager::Publish() {
+  std::lock_guard lock(mu_);
+  published_clock_ = clock_;
+  stats_.clock_running = clock_.running();
+}
+
+etcdserverpb::ResponseHeader LeaseManager::CaptureHeader() const {
+  etcdserverpb::ResponseHeader header;
+  node_.FillHeader(&header);
+  return header;
+}
+
+void LeaseManager::KeepAlive(LeaseId id, bool forwarded, KeepAliveCallback done) {
+  node_.driver().Post([this, id, forwarded, done = std::move(done)]() mutable {
+    KeepAliveOnStrand(id, forwarded, std::move(done));
+  });
+}
+
+void LeaseManager::KeepAliveOnStrand(LeaseId id, bool forwarded, KeepAliveCallback done) {
+  KeepAliveOutcome fail;
+  fail.id = id;
+  if (stopped_) {
+    fail.status = etcd_errors::kStopped.ToStatus();
+    return done(fail);
+  }
+  const DriverStatus status = node_.driver().status();
+  if (status.role == raft::Role::kLeader) {
+    const TimePoint arrived = Now();
+    // Header first: the renewal must not be visible in it (etcd-v3-wire.md §2c.5).
+    auto timed = [this, arrived, done = std::move(done)](const KeepAliveOutcome& out) {
+      if (out.status.ok()) {
+        auto us = std::chrono::duration_cast<std::chrono::microseconds>(Now() - arrived).count();
+        std::lock_guard lock(mu_);
+        ++stats_.keepalives;
+        ++stats_.keepalive_latency_count;
+        stats_.keepalive_latency_sum_us +=
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, us));
+      }
+      done(out);
+    };
+    batcher_.Add(id, CaptureHeader(), std::move(timed), arrived);
+    // A full batch goes out at once; otherwise the next tick flushes it (once the clock runs).
+    if (clock_.running() && batcher_.FlushDue(arrived)) FlushKeepAlives(arrived);
+    return;
+  }
+  if (forwarded || status.leader == raft::kNoNode) {
+    fail.status =
+        forwarded ? etcd_errors::kNotLeader.ToStatus() : etcd_errors::kNoLeader.ToStatus();
+    return done(fail);
+  }
+  Forward(id, std::move(done));
+}
+
+void LeaseManager::Forward(LeaseId id, KeepAliveCallback done) {
+  const NodeId leader = node_.driver().status().leader;
+  forwarder_->Renew(
+      leader, id, std::chrono::system_clock::now() + kForwardTimeout,
+      [id, done = std::move(done)](const Status& s, const v1::LeaseKeepAliveResponse& r) {
+        KeepAliveOutcome out;
+        out.status = s;
+        out.id = id;
+        if (s.ok()) {
+          out.ttl_ms = r.ttl_ms();
+          out.deadline_cluster_ms = r.deadline_cluster_ms();
+          out.header = r.header();
+        }
+        done(out);
+      });
+}
+
+void LeaseManager::FlushKeepAlives(TimePoint now) {
+  KeepAliveBatcher::Batch batch = batcher_.Take();
+  const std::int64_t now_cluster_ms = clock_.Now(now);
+  // One decision per lease; a storage error leaves its keep-alives unanswered (the client retries).
+  std::map<LeaseId, Result<RenewDecision>> decisions;
+  std::vector<LeaseId> renew_ids;
+  for (LeaseId id : batch.ids) {
+    Result<std::optional<LeaseInfo>> info = node_.store().GetLease(id);
+    if (!info.ok()) {
+      decisions.emplace(id, info.status());
+      continue;
+    }
+    std::optional<std::int64_t> deadline;
+    if (info->has_value()) deadline = (*info)->deadline_cluster_ms;
+    RenewDecision d = in_flight_.Decide(id, deadline, now_cluster_ms);
+    decisions.emplace(id, d);
+    if (d == RenewDecision::kRenew) renew_ids.push_back(id);
+  }
+  std::vector<KeepAliveBatcher::Waiter> waiting;
+  for (auto& w : batch.waiters) {
+    const Result<RenewDecision>& d = decisions.at(w.id);
+    if (d.ok() && *d == RenewDecision::kRenew) {
+      waiting.push_back(std::move(w));
+      continue;
+    }
+    KeepAliveOutcome out;  // unknown or expired: TTL 0 (etcd's answer)
+    out.status = d.status();
+    out.id = w.id;
+    out.header = w.header;
+    w.done(out);
+  }
+  if (!renew_ids.empty()) ProposeRenewals(std::move(renew_ids), std::move(waiting));
+}
+
+void LeaseManager::ProposeRenewals(std::vector<LeaseId> ids,
+                                   std::vector<KeepAliveBatcher::Waiter> waiters) {
+  v1::InternalRequest request;
+  for (LeaseId id : ids) {
+    request.mutable_lease_checkpoint()->add_ids(id.value());
+    in_flight_.RenewalProposed(id);
+  }
+  auto shared = std::make_shared<std::vector<KeepAliveBatcher::Waiter>>(std::move(waiters));
+  node_.driver().Propose(std::move(request),
+                         [this, ids = std::move(ids), shared, generation = generation_](
+                             const Status& s, const v1::InternalResponse& r) {
+                           if (generation == generation_) {
+                             for (LeaseId id : ids) in_flight_.RenewalDone(id);
+                           }
+                           std::map<LeaseId, const v1::LeaseRenewalResult*> results;
+                           if (s.ok()) {
+                             for (const auto& result : r.lease_checkpoint().results()) {
+                               results[LeaseId(result.id())] = &result;
+                             }
+                             std::lock_guard lock(mu_);
+                             ++stats_.renewal_entries;
+                           }
+                           for (auto& w : *shared) {
+                             KeepAliveOutcome out;
+                             out.status = s;
+                             out.id = w.id;
+                             out.header = w.header;
+                             auto it = results.find(w.id);
+                             // Absent from the results: revoked between the check and the apply;
+                             // TTL 0.
+                             if (it != results.end()) {
+                               out.ttl_ms = it->second->ttl_ms();
+                               out.deadline_cluster_ms = it->second->deadline_cluster_ms();
+                             }
+                             w.done(out);
+                           }
+                         });
+}
+
+void LeaseManager::CheckExpiry(TimePoint now) {
+  const std::int64_t now_cluster_ms = clock_.Now(now);
+  if (now_cluster_ms < next_possible_expiry_ms_ && now < next_full_scan_) return;
+  next_full_scan_ = now + options_.full_scan_interval;
+  Result<std::vector<LeaseInfo>> leases = node_.store().Leases();
+  if (!leases.ok()) {
+    spdlog::error("node={:x} lease expiry check: {}", node_.config().self_id(),
+                  leases.status().ToString());
+    next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.expiry_scans;
+  }
+  std::vector<LeaseId> expired;
+  std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+  bool over_cap = false;
+  for (const LeaseInfo& l : *leases) {
+    if (l.deadline_cluster_ms > now_cluster_ms) {
+      earliest = std::min(earliest, l.deadline_cluster_ms);
+    } else if (expired.size() < options_.revokes_per_check) {
+      expired.push_back(l.id);
+    } else {
+      over_cap = true;
+    }
+  }
+  while (!recent_grants_.empty() &&
+         recent_grants_.front().first + options_.full_scan_interval < now) {
+    recent_grants_.pop_front();
+  }
+  for (const auto& [stamped, deadline] : recent_grants_) earliest = std::min(earliest, deadline);
+  std::vector<LeaseId> selected = in_flight_.SelectExpiries(expired);
+  // Expired leases this check does not revoke (over the cap, a renewal or revoke in flight) are
+  // looked at again by the next one.
+  if (over_cap || selected.size() != expired.size()) earliest = now_cluster_ms;
+  next_possible_expiry_ms_ = earliest;
+  for (LeaseId id : selected) {
+    v1::InternalRequest request;
+    request.mutable_lease_revoke()->set_id(id.value());
+    node_.driver().Propose(std::move(request), [this, id, generation = generation_](
+                                                   const Status& s, const v1::InternalResponse&) {
+      if (generation == generation_) {
+        in_flight_.ExpiryDone(id);
+        // Not revoked (a dropped proposal): look again at the next check.
+        if (!s.ok()) next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
+      }
+      if (s.ok()) {
+        std::lock_guard lock(mu_);
+        ++stats_.expired;
+      }
+    });
+  }
+}
+
+void LeaseManager::MaybeProposeClockTick(TimePoint now) {
+  if (clock_tick_in_flight_ || !clock_.TickDue(now, options_.clock_tick_interval)) return;
+  clock_tick_in_flight_ = true;
+  v1::InternalRequest request;
+  request.mutable_clock_tick();
+  node_.driver().Propose(std::move(request), [this, generation = generation_](
+                                                 const Status& s, const v1::InternalResponse&) {
+    if (generation == generation_) clock_tick_in_flight_ = false;
+    if (s.ok()) {
+      std::lock_guard lock(mu_);
+      ++stats_.clock_ticks;
+    }
+  });
+}
+
+}  // namespace epoch::server

@@ -1,0 +1,114 @@
+// NodeConfig: everything one epochd process is started with, parsed from its command line
+// (server/main.cc) and checked before anything is opened.
+//
+// Membership is given etcd-style: --initial-cluster "n1=127.0.0.1:2380,n2=...,n3=..." (peer
+// addresses) and --initial-cluster-clients "n1=127.0.0.1:2379,..." (client addresses, used to
+// forward writes to the leader and answered by Cluster.MemberList). A member's Raft ID is a hash
+// of its name and the cluster token, so every node derives the same IDs without coordination.
+//
+// Threading: a plain value.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "epoch/raft/config.h"
+#include "epoch/snapshot/snapshot_options.h"
+#include "epoch/state/kv_validation.h"
+#include "epoch/status.h"
+#include "epoch/strong_int.h"
+
+namespace epoch::server {
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+
+  [[nodiscard]] std::string ToString() const;
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// "127.0.0.1:2379", "http://127.0.0.1:2379" or "localhost:2379"; InvalidArgument otherwise.
+[[nodiscard]] Result<HostPort> ParseHostPort(std::string_view text);
+
+// The largest --max-request-bytes / --max-txn-ops accepted, and what the state machine enforces.
+inline constexpr std::size_t kMaxRequestBytesCap = 10u << 20;
+inline constexpr std::size_t kMaxTxnOpsCap = 10'000;
+
+struct MemberInfo {
+  NodeId id;
+  std::string name;
+  HostPort peer;
+  HostPort client;
+};
+
+struct NodeConfig {
+  std::string name;
+  std::string data_dir;
+  HostPort listen_client;
+  // More client listeners (--listen-client-urls with several URLs, as etcd's).
+  std::vector<HostPort> listen_client_extra;
+  HostPort listen_peer;
+  HostPort listen_metrics;  // port 0 = no metrics endpoint
+  std::string cluster_token = "epoch-cluster";
+  std::vector<MemberInfo> members;  // the initial cluster, in the order given
+  // Where this node dials a peer instead of its --initial-cluster address (--peer-dial-override;
+  // the chaos suite puts a fault-injecting proxy there). Peers not listed are dialled directly.
+  std::map<NodeId, HostPort> peer_dial_override;
+  // --enable-failpoints: the metrics listener serves /failpoint/... (server/README.md).
+  bool enable_failpoints = false;
+
+  std::chrono::milliseconds tick{10};
+  raft::Config raft;  // id filled from `name`; timing in ticks
+
+  // Client requests: how long a write waits for a leader to appear before failing.
+  std::chrono::milliseconds leader_wait{3000};
+
+  // Log compaction and snapshot transfer (server/SNAPSHOT.md).
+  SnapshotOptions snapshot;
+  // Client request limits (--max-request-bytes, --max-txn-ops), checked before a request is
+  // proposed. The state machine checks every entry against the caps below instead, the same on
+  // every member whatever its flags, so members with different limits never diverge.
+  KvLimits limits;
+  // --quota-backend-bytes, as etcd's: the store size at which this member raises the NOSPACE
+  // alarm (server/README.md "Alarms and the space quota"). 0: the default, 2 GiB; < 0: none.
+  std::int64_t quota_backend_bytes = 0;
+  // --grpc-threads: threads serving client calls, each with its own completion queue
+  // (server/rpc/include/epoch/rpc/async_rpc.h). One polls, reads, answers and finishes a call
+  // without a thread hop.
+  int grpc_threads = 1;
+  // The quota in force: quota_backend_bytes resolved (0 when there is none).
+  [[nodiscard]] std::int64_t SpaceQuotaBytes() const;
+
+  [[nodiscard]] NodeId self_id() const { return raft.id; }
+  [[nodiscard]] std::uint64_t cluster_id() const;
+  [[nodiscard]] const MemberInfo* FindMember(NodeId id) const;
+  // The address this node dials to reach member `m`.
+  [[nodiscard]] const HostPort& PeerDialAddress(const MemberInfo& m) const;
+
+  // Every rule a running node depends on: this node is in the cluster, no duplicate names or
+  // addresses, the Raft timing rules (raft::Config::Validate), a sane tick. The message names the
+  // flag to fix.
+  [[nodiscard]] Status Validate() const;
+};
+
+// Deterministic member ID: FNV-1a 64 of "token/name", never 0.
+[[nodiscard]] NodeId MemberIdFor(std::string_view cluster_token, std::string_view name);
+
+// Fills peer_dial_override from "name=host:port,..." (after ParseInitialCluster): every name must
+// be another member of the cluster.
+[[nodiscard]] Status ParsePeerDialOverride(std::string_view text, NodeConfig* config);
+
+// "a:1,http://b:2": one or more host:port (ParseHostPort each); InvalidArgument if none.
+[[nodiscard]] Result<std::vector<HostPort>> ParseHostPortList(std::string_view text);
+
+// Fills members from the two "name=host:port,..." lists (same names in both). `clients` may be
+// empty: every member's client address but this one's is then learned from
+// the members' publications (NodeContext::ClientUrlsOf).
+[[nodiscard]] Status ParseInitialCluster(std::string_view peers, std::string_view clients,
+                                         NodeConfig* config);
+
+}  // namespace epoch::server

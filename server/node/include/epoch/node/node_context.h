@@ -1,0 +1,87 @@
+// NodeContext: what every gRPC service of one node shares — the driver, the store, the
+// configuration, the write path (propose here or forward to the leader) and the read path
+// (linearizable or serializable). Services are thin adapters over it (CONVENTIONS.md).
+//
+// Threading: all methods are thread-safe. Completion callbacks run on the driver's strand, on a
+// read-pool thread or on a gRPC client thread; they must not block.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "epoch/node/node_config.h"
+#include "epoch/replication/raft_driver.h"
+#include "epoch/state/kv_store.h"
+#include "etcdserverpb/rpc.pb.h"
+
+namespace epoch::server {
+
+class LeaderForwarder;
+class PeerForwarder;
+class SpaceQuota;
+namespace rpc {
+class ClientQueue;
+}
+
+class NodeContext {
+ public:
+  using WriteCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
+  using ReadyCallback = std::function<void(const Status&)>;
+
+  NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& store,
+              asio::thread_pool& read_pool);
+  ~NodeContext();
+
+  // Proposes `request` when this node leads, forwards it to the leader when another node does
+  // (KV writes over the peer link once SetPeerForwarder was called, others to the leader's client
+  // endpoint), and waits (up to config.leader_wait and `deadline`) for a leader when
+  // none is known. `done` gets the response computed at apply time. A request that needs space is
+  // refused first ("database space exceeded") when the space quota does not admit it.
+  void Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
+             WriteCallback done);
+  // Calls `done` once a linearizable read may be served (ReadIndex or lease), or at once for a
+  // serializable read: on a read-pool thread; or, when `cheap` (a read of one key), on the
+  // calling thread if no wait was needed (serializable, or the leader's lease holds) and on the
+  // gRPC server's thread after a ReadIndex round.
+  void ReadBarrier(bool serializable, ReadyCallback done, bool cheap = false);
+
+  // Before any Write: KV writes are then forwarded over the peer link. Not owned.
+  void SetPeerForwarder(PeerForwarder* forwarder) { peer_forwarder_ = forwarder; }
+  // Before any Write: requests that need space pass its Admit(). Not owned.
+  void SetSpaceQuota(SpaceQuota* quota) { space_quota_ = quota; }
+
+  void FillHeader(etcdserverpb::ResponseHeader* header) const;
+
+  // A member's client URLs: what it published (src/published_members.h), else its
+  // --initial-cluster-clients entry as "http://host:port", else none (not published yet).
+  [[nodiscard]] std::vector<std::string> ClientUrlsOf(const MemberInfo& member) const;
+  // "host:port" to dial member `id`'s client endpoint (its first client URL), "" if unknown.
+  [[nodiscard]] std::string ClientAddressOf(NodeId id) const;
+
+  [[nodiscard]] const NodeConfig& config() const { return config_; }
+  [[nodiscard]] RaftDriver& driver() { return driver_; }
+  [[nodiscard]] KvStore& store() { return store_; }
+  [[nodiscard]] asio::thread_pool& read_pool() { return read_pool_; }
+  // Where this node's own gRPC client calls complete (opened by the running rpc::Server).
+  [[nodiscard]] rpc::ClientQueue& client_queue() { return *client_queue_; }
+
+ private:
+  void WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
+                    std::chrono::steady_clock::time_point give_up, WriteCallback done);
+
+  const NodeConfig& config_;
+  RaftDriver& driver_;
+  KvStore& store_;
+  asio::thread_pool& read_pool_;
+  std::unique_ptr<rpc::ClientQueue> client_queue_;  // before forwarder_, which uses it
+  std::unique_ptr<LeaderForwarder> forwarder_;
+  PeerForwarder* peer_forwarder_ = nullptr;
+  SpaceQuota* space_quota_ = nullptr;
+  asio::steady_timer::executor_type timer_executor_;
+};
+
+}  // namespace epoch::server

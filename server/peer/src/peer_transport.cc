@@ -1,0 +1,560 @@
+#include "epoch/peer/peer_transport.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <utility>
+#include <vector>
+
+namespace epoch::server {
+namespace {
+
+using asio::ip::tcp;
+
+constexpr std::string_view kHelloMagic = "EPOCHP1\n";
+constexpr std::size_t kHelloBytes = kHelloMagic.size() + 16;
+// Frames gathered into one write: bounded so one slow write cannot hold too much memory.
+constexpr std::size_t kMaxGatherFrames = 256;
+// Bytes an inbound connection asks the socket for at a time (more when a frame is larger).
+constexpr std::size_t kReadChunk = 64 << 10;
+// Free space every read gets at least: below it the unparsed tail moves to the front first, and
+// the buffer grows if that is not enough.
+constexpr std::size_t kMinReadSpace = kReadChunk / 4;
+
+void PutBigEndian32(std::uint32_t v, char* out) {
+  for (int i = 3; i >= 0; --i) {
+    out[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+void PutBigEndian64(std::uint64_t v, char* out) {
+  for (int i = 7; i >= 0; --i) {
+    out[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+std::uint64_t GetBigEndian(const char* in, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+  return v;
+}
+
+// A frame ready for the wire: length prefix + payload in one buffer.
+std::string Framed(std::string_view payload) {
+  std::string out(4 + payload.size(), '\0');
+  PutBigEndian32(static_cast<std::uint32_t>(payload.size()), out.data());
+  std::copy(payload.begin(), payload.end(), out.begin() + 4);
+  return out;
+}
+
+std::string Hello(std::uint64_t cluster_id, NodeId self) {
+  std::string hello(kHelloMagic);
+  hello.resize(kHelloBytes);
+  PutBigEndian64(cluster_id, hello.data() + kHelloMagic.size());
+  PutBigEndian64(self.value(), hello.data() + kHelloMagic.size() + 8);
+  return Framed(hello);
+}
+
+}  // namespace
+
+// One outgoing connection to one peer. All state is touched only on strand_.
+class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
+ public:
+  Outbound(asio::io_context& io, PeerTransport& owner, NodeId peer, PeerAddress address)
+      : owner_(owner),
+        peer_(peer),
+        address_(std::move(address)),
+        strand_(asio::make_strand(io)),
+        socket_(strand_),
+        resolver_(strand_),
+        timer_(strand_),
+        rng_(owner.options_.self.value() * 7919 + peer.value()) {}
+
+  void Start() {
+    asio::post(strand_, [self = shared_from_this()] { self->Connect(); });
+  }
+
+  void Enqueue(std::string frame, NotSentHandler not_sent) {
+    asio::post(strand_, [self = shared_from_this(), frame = std::move(frame),
+                         not_sent = std::move(not_sent)]() mutable {
+      self->EnqueueOnStrand(std::move(frame), std::move(not_sent));
+    });
+  }
+
+  void Close() {
+    asio::post(strand_, [self = shared_from_this()] {
+      self->closed_ = true;
+      self->Reset();
+      self->timer_.cancel();
+      self->resolver_.cancel();
+    });
+  }
+
+  PeerLinkStats Stats() const {
+    std::lock_guard lock(stats_mu_);
+    return stats_;
+  }
+
+  // The peer is alive: it just identified itself on a connection it opened to us. If we are
+  // waiting out a redial backoff (grown while it was dead or cut off), dial now. Without this a
+  // restarted or healed peer stayed unreachable for up to reconnect_max_ms x 1.5 — in chaos runs
+  // the pre-vote between the two survivors of a leader kill was lost to exactly that.
+  void Nudge() {
+    asio::post(strand_, [self = shared_from_this()] {
+      if (self->closed_ || self->connected_ || !self->waiting_) return;
+      self->attempt_ = 0;
+      self->waiting_ = false;
+      ++self->wait_generation_;  // the pending timer handler, if already queued, does nothing
+      self->timer_.cancel();
+      self->Connect();
+    });
+  }
+
+ private:
+  void EnqueueOnStrand(std::string frame, NotSentHandler not_sent) {
+    const auto& opts = owner_.options_;
+    if (closed_ || queued_bytes_ + frame.size() > opts.max_queue_bytes) {
+      Count([](PeerLinkStats& s) { ++s.frames_dropped; });
+      if (not_sent) not_sent();
+      return;
+    }
+    queued_bytes_ += frame.size();
+    queue_.push_back({Framed(frame), frame.size(), std::move(not_sent)});
+    MaybeWrite();
+  }
+
+  void Connect() {
+    if (closed_) return;
+    resolver_.async_resolve(
+        address_.host, std::to_string(address_.port),
+        [self = shared_from_this()](std::error_code ec, tcp::resolver::results_type results) {
+          if (ec) return self->Fail("resolve", ec);
+          asio::async_connect(self->socket_, results,
+                              [self](std::error_code cec, const tcp::endpoint&) {
+                                if (cec) return self->Fail("connect", cec);
+                                self->OnConnected();
+                              });
+        });
+  }
+
+  void OnConnected() {
+    if (closed_) return Reset();
+    std::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    connected_ = true;
+    connected_at_ = std::chrono::steady_clock::now();
+    queue_.push_front({Hello(owner_.options_.cluster_id, owner_.options_.self), 0, {}});
+    Count([](PeerLinkStats& s) {
+      ++s.connects;
+      s.connected = true;
+    });
+    spdlog::info("transport: connected node={:x} peer={:x} addr={}:{}", owner_.options_.self, peer_,
+                 address_.host, address_.port);
+    WatchForClose();
+    MaybeWrite();
+  }
+
+  // The peer never writes on this connection, so a readable socket means it was closed (the
+  // peer restarted, a proxy or NAT dropped it). Notice now and redial: otherwise the next frame
+  // goes into the dead socket and is lost — on an idle follower-to-follower link that frame is
+  // the pre-vote of the next election, which then times out and backs off (chaos, slow
+  // failovers after partitions).
+  void WatchForClose() {
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this(), generation = generation_](std::error_code ec) {
+                         if (generation != self->generation_ || !self->connected_) return;
+                         self->Fail("idle", ec ? ec : std::error_code(asio::error::eof));
+                       });
+  }
+
+  void MaybeWrite() {
+    if (!connected_ || writing_ || queue_.empty()) return;
+    // The peer never writes on this connection: readable means closed. Check before writing, so
+    // frames queued after the peer died (its FIN already here, the close-watch not yet run) are
+    // reported as not sent instead of going into a dead socket as "maybe delivered".
+    if (PeerClosed()) return Fail("idle", asio::error::eof);
+    writing_ = true;
+    in_write_ = std::min(queue_.size(), kMaxGatherFrames);
+    buffers_.clear();
+    for (std::size_t i = 0; i < in_write_; ++i)
+      buffers_.emplace_back(asio::buffer(queue_[i].bytes));
+    asio::async_write(
+        socket_, buffers_,
+        [self = shared_from_this()](std::error_code ec, std::size_t) { self->OnWritten(ec); });
+  }
+
+  bool PeerClosed() {
+    char byte = 0;
+    const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
+  void OnWritten(std::error_code ec) {
+    if (ec) return Fail("write", ec);  // with writing_ still set: those frames may have gone out
+    writing_ = false;
+    std::uint64_t sent = 0;
+    for (std::size_t i = 0; i < in_write_; ++i) {
+      queued_bytes_ -= queue_.front().payload_bytes;
+      queue_.pop_front();
+      ++sent;
+    }
+    in_write_ = 0;
+    Count([sent](PeerLinkStats& s) { s.frames_sent += sent; });
+    MaybeWrite();
+  }
+
+  void Fail(const char* what, std::error_code ec) {
+    if (closed_ || ec == asio::error::operation_aborted) return;
+    if (connected_) {
+      spdlog::warn("transport: lost node={:x} peer={:x} during {}: {}", owner_.options_.self, peer_,
+                   what, ec.message());
+    }
+    Count([&](PeerLinkStats& s) {
+      if (!connected_) ++s.connect_failures;
+      s.frames_dropped += queue_.size();
+      s.connected = false;
+    });
+    // Back off from scratch only after a connection that lasted: a peer (or proxy) that accepts
+    // and closes at once must not be redialled in a tight loop.
+    if (connected_ && std::chrono::steady_clock::now() - connected_at_ >= std::chrono::seconds(1)) {
+      attempt_ = 0;
+    }
+    Reset();
+    if (owner_.on_unreachable_) owner_.on_unreachable_(peer_);
+    ScheduleReconnect();
+  }
+
+  // Drops the connection and everything queued: Raft retransmits what matters, and stale
+  // heartbeats delivered in a burst after a reconnect would only mislead the receiver. Frames no
+  // byte of which reached the socket are reported as not sent; those of a write in progress (the
+  // first in_write_ while writing_) may have reached the peer.
+  void Reset() {
+    ++generation_;  // a close-watch of the old socket must not fail the next one
+    const std::size_t maybe_sent = writing_ ? in_write_ : 0;
+    for (std::size_t i = maybe_sent; i < queue_.size(); ++i) {
+      if (queue_[i].not_sent) queue_[i].not_sent();
+    }
+    std::error_code ignored;
+    socket_.close(ignored);
+    connected_ = false;
+    writing_ = false;
+    in_write_ = 0;
+    queue_.clear();
+    queued_bytes_ = 0;
+  }
+
+  void ScheduleReconnect() {
+    const auto& opts = owner_.options_;
+    double cap = std::min<double>(
+        opts.reconnect_max_ms,
+        opts.reconnect_min_ms * static_cast<double>(1ULL << std::min(attempt_, 20)));
+    ++attempt_;
+    double ms = cap * std::uniform_real_distribution<double>(0.5, 1.5)(rng_);
+    waiting_ = true;
+    timer_.expires_after(std::chrono::microseconds(static_cast<std::int64_t>(ms * 1000)));
+    timer_.async_wait(
+        [self = shared_from_this(), generation = ++wait_generation_](std::error_code ec) {
+          if (ec || generation != self->wait_generation_ || !self->waiting_) return;
+          self->waiting_ = false;
+          self->Connect();
+        });
+  }
+
+  template <typename F>
+  void Count(F&& f) {
+    std::lock_guard lock(stats_mu_);
+    f(stats_);
+  }
+
+  PeerTransport& owner_;
+  const NodeId peer_;
+  const PeerAddress address_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  tcp::socket socket_;
+  tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  std::mt19937_64 rng_;
+
+  struct Queued {
+    std::string bytes;          // length prefix + payload
+    std::size_t payload_bytes;  // counted in queued_bytes_ (0 for the hello)
+    NotSentHandler not_sent;    // may be empty
+  };
+  std::deque<Queued> queue_;  // the first in_write_ are being written while writing_
+  std::vector<asio::const_buffer> buffers_;
+  std::uint64_t queued_bytes_ = 0;  // payload bytes queued (excludes the hello)
+  std::size_t in_write_ = 0;
+  int attempt_ = 0;
+  std::uint64_t generation_ = 0;  // bumped by Reset
+  bool waiting_ = false;          // a redial is scheduled on timer_ (Nudge may dial now)
+  std::uint64_t wait_generation_ = 0;
+  std::chrono::steady_clock::time_point connected_at_;
+  bool connected_ = false;
+  bool writing_ = false;
+  bool closed_ = false;
+
+  mutable std::mutex stats_mu_;
+  PeerLinkStats stats_;
+};
+
+// One accepted connection: reads the hello, then frames, and hands them to the FrameHandler.
+class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
+ public:
+  Inbound(PeerTransport& owner, tcp::socket socket)
+      : owner_(owner), socket_(std::move(socket)), hello_timer_(socket_.get_executor()) {}
+
+  void Start() {
+    hello_timer_.expires_after(owner_.options_.hello_timeout);
+    hello_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (ec || self->hello_seen_) return;
+      spdlog::warn("transport: node={:x} closing a connection that sent no hello within {} ms",
+                   self->owner_.options_.self, self->owner_.options_.hello_timeout.count());
+      std::error_code ignored;
+      self->socket_.close(ignored);  // the pending read fails and Done() runs
+    });
+    ReadMore();
+  }
+
+  void Close() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      std::error_code ignored;
+      self->socket_.close(ignored);
+    });
+  }
+
+ private:
+  // Reads whatever the socket has (up to the free space of in_) and hands every complete frame in
+  // it to OnFrame: one recv serves all the frames a peer's gathered write carried, instead of two
+  // recvs (prefix, body) per frame.
+  void ReadMore() {
+    if (begin_ == end_) {
+      begin_ = end_ = 0;
+      // A large frame grew the buffer: give the memory back once it is consumed.
+      if (in_.size() > kReadChunk) std::vector<char>().swap(in_);
+    } else if (begin_ > 0 && (in_.size() - end_ < kMinReadSpace || begin_ + need_ > in_.size())) {
+      std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);  // the tail to the front
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    const std::size_t min_size = std::max(end_ + kMinReadSpace, begin_ + need_);
+    if (in_.size() < min_size) in_.resize(std::max(min_size, kReadChunk));
+    socket_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
+                            [self = shared_from_this()](std::error_code ec, std::size_t n) {
+                              if (ec) return self->Done();
+                              self->end_ += n;
+                              if (!self->ParseFrames()) return self->Done();
+                              self->ReadMore();
+                            });
+  }
+
+  // Consumes the complete frames in [begin_, end_); false if the connection must close. need_
+  // becomes the size of the partial frame left at begin_ (0 while its prefix is incomplete).
+  bool ParseFrames() {
+    need_ = 0;
+    while (end_ - begin_ >= 4) {
+      const char* at = in_.data() + begin_;
+      const auto size = static_cast<std::uint32_t>(GetBigEndian(at, 4));
+      if (!CheckFrameSize(size)) return false;
+      if (end_ - begin_ - 4 < size) {
+        need_ = 4 + static_cast<std::size_t>(size);
+        return true;
+      }
+      std::string frame(at + 4, size);
+      begin_ += 4 + static_cast<std::size_t>(size);
+      if (!OnFrame(std::move(frame))) return false;
+    }
+    return true;
+  }
+
+  bool CheckFrameSize(std::uint32_t size) const {
+    if (!hello_seen_ && size != kHelloBytes) {
+      spdlog::warn(
+          "transport: node={:x} rejecting a connection whose first frame ({} bytes) is not a "
+          "hello",
+          owner_.options_.self, size);
+      return false;
+    }
+    if (size > owner_.options_.max_frame_bytes) {
+      spdlog::warn(
+          "transport: node={:x} dropping connection from peer={:x}: frame of {} bytes exceeds "
+          "the limit of {}",
+          owner_.options_.self, peer_, size, owner_.options_.max_frame_bytes);
+      return false;
+    }
+    return true;
+  }
+
+  bool OnFrame(std::string body) {
+    if (!hello_seen_) {
+      if (body.size() != kHelloBytes ||
+          std::string_view(body).substr(0, kHelloMagic.size()) != kHelloMagic) {
+        spdlog::warn("transport: node={:x} rejecting a connection that did not start with a hello",
+                     owner_.options_.self);
+        return false;
+      }
+      std::uint64_t cluster = GetBigEndian(body.data() + kHelloMagic.size(), 8);
+      if (cluster != owner_.options_.cluster_id) {
+        spdlog::warn("transport: node={:x} rejecting peer from cluster {:x} (ours is {:x})",
+                     owner_.options_.self, cluster, owner_.options_.cluster_id);
+        return false;
+      }
+      peer_ = NodeId(GetBigEndian(body.data() + kHelloMagic.size() + 8, 8));
+      if (owner_.options_.accept_peer && !owner_.options_.accept_peer(peer_)) {
+        spdlog::warn("transport: node={:x} rejecting node={:x}: not a member of this cluster",
+                     owner_.options_.self, peer_);
+        return false;
+      }
+      hello_seen_ = true;
+      hello_timer_.cancel();
+      owner_.PeerAlive(peer_);
+      return true;
+    }
+    if (owner_.stopped_.load()) return false;
+    owner_.on_frame_(peer_, std::move(body));
+    return true;
+  }
+
+  void Done() {
+    std::error_code ignored;
+    hello_timer_.cancel();
+    socket_.close(ignored);
+    std::lock_guard lock(owner_.mu_);
+    owner_.inbound_.erase(this);
+  }
+
+  PeerTransport& owner_;
+  tcp::socket socket_;
+  std::vector<char> in_;  // [begin_, end_): bytes read and not yet parsed into frames
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  std::size_t need_ = 0;  // bytes of the partial frame at begin_ (0: its prefix is incomplete)
+  asio::steady_timer hello_timer_;
+  bool hello_seen_ = false;
+  NodeId peer_;
+};
+
+PeerTransport::PeerTransport(asio::io_context& io, PeerTransportOptions options,
+                             FrameHandler on_frame, UnreachableHandler on_unreachable)
+    : io_(io),
+      options_(std::move(options)),
+      on_frame_(std::move(on_frame)),
+      on_unreachable_(std::move(on_unreachable)),
+      acceptor_(io) {}
+
+PeerTransport::~PeerTransport() { Stop(); }
+
+Status PeerTransport::Start() {
+  std::error_code ec;
+  auto address = asio::ip::make_address(options_.listen_host, ec);
+  if (ec)
+    return Status::InvalidArgument(
+        fmt::format("bad peer listen address '{}': {}", options_.listen_host, ec.message()));
+  tcp::endpoint endpoint(address, options_.listen_port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::IOError(fmt::format("cannot listen for peers on {}:{}: {}", options_.listen_host,
+                                       options_.listen_port, ec.message()));
+  }
+  bound_port_ = acceptor_.local_endpoint().port();
+  Accept();
+  return Status::Ok();
+}
+
+void PeerTransport::Accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](std::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted && !stopped_) Accept();
+      return;
+    }
+    std::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto inbound = std::make_shared<Inbound>(*this, std::move(socket));
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      inbound_[inbound.get()] = inbound;
+    }
+    inbound->Start();
+    Accept();
+  });
+}
+
+void PeerTransport::Stop() {
+  if (stopped_.exchange(true)) return;
+  asio::post(acceptor_.get_executor(), [this] {
+    std::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  std::lock_guard lock(mu_);
+  for (auto& [id, out] : outbound_) out->Close();
+  outbound_.clear();
+  for (auto& [ptr, weak] : inbound_) {
+    if (auto in = weak.lock()) in->Close();
+  }
+}
+
+void PeerTransport::SetPeer(NodeId peer, PeerAddress address) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  auto it = outbound_.find(peer);
+  if (it != outbound_.end()) it->second->Close();
+  auto out = std::make_shared<Outbound>(io_, *this, peer, std::move(address));
+  outbound_[peer] = out;
+  out->Start();
+}
+
+void PeerTransport::RemovePeer(NodeId peer) {
+  std::lock_guard lock(mu_);
+  auto it = outbound_.find(peer);
+  if (it == outbound_.end()) return;
+  it->second->Close();
+  outbound_.erase(it);
+}
+
+void PeerTransport::Send(NodeId peer, std::string frame, NotSentHandler not_sent) {
+  if (frame.size() > options_.max_frame_bytes) {
+    spdlog::error(
+        "transport: node={:x} not sending a {}-byte frame to peer={:x}: over the {}-byte limit",
+        options_.self, frame.size(), peer, options_.max_frame_bytes);
+    if (not_sent) not_sent();
+    return;
+  }
+  std::shared_ptr<Outbound> out;
+  {
+    std::lock_guard lock(mu_);
+    auto it = outbound_.find(peer);
+    if (it != outbound_.end()) out = it->second;
+  }
+  if (!out) {
+    if (not_sent) not_sent();
+    return;
+  }
+  out->Enqueue(std::move(frame), std::move(not_sent));
+}
+
+void PeerTransport::PeerAlive(NodeId peer) {
+  std::shared_ptr<Outbound> out;
+  {
+    std::lock_guard lock(mu_);
+    auto it = outbound_.find(peer);
+    if (it == outbound_.end()) return;
+    out = it->second;
+  }
+  out->Nudge();
+}
+
+PeerLinkStats PeerTransport::Stats(NodeId peer) const {
+  std::lock_guard lock(mu_);
+  auto it = outbound_.find(peer);
+  return it == outbound_.end() ? PeerLinkStats{} : it->second->Stats();
+}
+
+}  // namespace epoch::server

@@ -1,0 +1,483 @@
+#include "epoch/replication/raft_driver.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <span>
+#include <utility>
+
+#include "epoch/etcd_errors.h"
+#include "epoch/raft/logger.h"
+
+namespace epoch::server {
+namespace {
+
+// Retryable: the request may be sent again (to the new leader). etcd's "leader changed".
+Status LeaderChanged() { return etcd_errors::kLeaderChanged.ToStatus(); }
+Status NoLeader() { return etcd_errors::kNoLeader.ToStatus(); }
+Status Stopping() { return etcd_errors::kStopped.ToStatus(); }
+
+}  // namespace
+
+namespace {
+
+// The core's diagnostics (elections, adaptive timeout changes, step-downs) into the node's log.
+class SpdlogRaftLogger final : public raft::Logger {
+ public:
+  void Log(raft::LogLevel level, NodeId node, Term term, std::string_view message) override {
+    spdlog::level::level_enum l = spdlog::level::info;
+    switch (level) {
+      case raft::LogLevel::kDebug: l = spdlog::level::debug; break;
+      case raft::LogLevel::kInfo: l = spdlog::level::info; break;
+      case raft::LogLevel::kWarning: l = spdlog::level::warn; break;
+      case raft::LogLevel::kError: l = spdlog::level::err; break;
+    }
+    spdlog::log(l, "raft node={:x} term={} {}", node.value(), term.value(), message);
+  }
+};
+
+SpdlogRaftLogger raft_logger;  // stateless; spdlog is thread-safe
+
+raft::Config WithLogger(raft::Config config) {
+  if (config.logger == nullptr) config.logger = &raft_logger;
+  return config;
+}
+
+}  // namespace
+
+RaftDriver::RaftDriver(asio::io_context& io, RaftDriverOptions options, DurableLog& log,
+                       StateMachine& state_machine, MessageSender& sender)
+    : io_(io),
+      strand_(asio::make_strand(io)),
+      tick_timer_(strand_),
+      options_(std::move(options)),
+      log_(log),
+      state_machine_(state_machine),
+      sender_(sender),
+      node_(std::make_unique<raft::Node>(WithLogger(options_.raft), log_, options_.seed)),
+      next_request_id_((options_.raft.id.value() << 48) + 1) {
+  status_.id = options_.raft.id;
+}
+
+RaftDriver::~RaftDriver() = default;
+
+void RaftDriver::Start() {
+  asio::post(strand_, [this] {
+    tick_epoch_ = Now();
+    next_tick_ = tick_epoch_ + options_.tick;
+    PublishStatus();
+    ScheduleTick();
+    MaybeHandleReady();
+  });
+}
+
+void RaftDriver::Stop() {
+  asio::post(strand_, [this] {
+    if (stopped_) return;
+    stopped_ = true;
+    lease_until_ns_.store(0);
+    tick_timer_.cancel();
+    FailAllReads(Stopping());
+    FailAllProposals(Stopping());
+  });
+}
+
+void RaftDriver::ScheduleTick() {
+  // Relative wait: Now() may be a test clock that is not the timer's own.
+  tick_timer_.expires_after(std::max(next_tick_ - Now(), std::chrono::steady_clock::duration(0)));
+  tick_timer_.async_wait([this](std::error_code ec) {
+    if (ec || stopped_) return;
+    OnTick();
+  });
+}
+
+void RaftDriver::OnTick() {
+  CatchUpTicks();
+  MaybeHandleReady();
+  PublishStatus();
+  if (tick_hook_) tick_hook_();
+  next_tick_ += options_.tick;
+  auto now = Now();
+  if (next_tick_ < now) next_tick_ = now + options_.tick;
+  ScheduleTick();
+}
+
+// The core's tick count must never fall behind the monotonic clock by more than a tick: the
+// leader lease is measured in ticks, so a leader whose loop was paused (SIGSTOP, a stall, a late
+// timer) would otherwise believe in a lease that expired in real time (DESIGN.md §4). Missed
+// ticks are therefore replayed before the timer's own tick and before every lease decision.
+// Replaying is capped: after max election timeout + jitter + 1 ticks every timer and the lease
+// have run out, and further ticks change nothing but would flood the peers with heartbeats.
+void RaftDriver::CatchUpTicks() {
+  auto due = static_cast<std::int64_t>((Now() - tick_epoch_) / options_.tick);
+  std::int64_t missing = due - ticks_done_;
+  if (missing <= 0) return;
+  const std::int64_t cap =
+      options_.raft.max_election_timeout_ticks + options_.raft.election_jitter_ticks + 1;
+  for (std::int64_t i = 0; i < std::min(missing, cap); ++i) node_->Tick();
+  ticks_done_ = due;
+}
+
+std::chrono::steady_clock::time_point RaftDriver::Now() const {
+  return options_.clock ? options_.clock() : std::chrono::steady_clock::now();
+}
+
+void RaftDriver::Propose(v1::InternalRequest request, ProposeCallback done) {
+  request.set_request_id(next_request_id_.fetch_add(1));
+  asio::post(strand_, [this, request = std::move(request), done = std::move(done)]() mutable {
+    if (stopped_) return done(Stopping(), {});
+    proposal_batch_.emplace_back(std::move(request), std::move(done));
+    if (!flush_scheduled_) {
+      flush_scheduled_ = true;
+      // Proposals that arrive while this handler is queued join the same batch.
+      asio::post(strand_, [this] { FlushProposals(); });
+    }
+  });
+}
+
+void RaftDriver::FlushProposals() {
+  flush_scheduled_ = false;
+  if (proposal_batch_.empty()) return;
+  auto batch = std::move(proposal_batch_);
+  proposal_batch_.clear();
+  std::vector<std::string> commands;
+  commands.reserve(batch.size());
+  for (auto& [request, done] : batch) {
+    if (stamp_hook_) stamp_hook_(request);
+    commands.push_back(request.SerializeAsString());
+  }
+  raft::ProposeResult result = node_->Propose(std::move(commands));
+  if (!result.ok()) {
+    Status status =
+        result.error == raft::ProposeError::kNotLeader
+            ? (result.leader_hint == raft::kNoNode ? NoLeader()
+                                                   : etcd_errors::kNotLeader.ToStatus())
+            : etcd_errors::kProposalDropped.ToStatus(raft::ProposeErrorName(result.error));
+    for (auto& [request, done] : batch) done(status, {});
+    counters_.proposals_failed += batch.size();
+    return;
+  }
+  LogIndex index = result.first_index;
+  for (auto& [request, done] : batch) {
+    pending_proposals_.emplace(index, PendingProposal{result.term, std::move(done)});
+    ++index;
+  }
+  MaybeHandleReady();
+}
+
+void RaftDriver::ReadIndex(ReadCallback done) {
+  asio::post(strand_, [this, done = std::move(done)]() mutable {
+    if (stopped_) return done(Stopping());
+    // Lease path without waiting for a Ready round trip (which may sit behind an fsync): while
+    // the lease is valid, the commit index is a safe read index (DESIGN.md §2). The tick count is
+    // brought up to date first, so a pause of this process cannot stretch the lease.
+    CatchUpTicks();
+    if (node_->LeaseValid()) {
+      ++counters_.lease_reads;
+      PublishCounters();
+      reads_waiting_apply_.push_back({node_->commit_index(), std::move(done)});
+      ServeWaitingReads();
+      return;
+    }
+    // Reads that arrive while a request is queued share it (as etcd's read loop does): it is
+    // made after each of them arrived, so its index covers every write they must see. Under load
+    // this is one ReadIndex round trip per strand turn instead of one per read.
+    read_batch_.push_back(std::move(done));
+    ScheduleReadFlush();
+  });
+}
+
+void RaftDriver::ScheduleReadFlush() {
+  if (read_flush_scheduled_ || read_batch_.empty()) return;
+  read_flush_scheduled_ = true;
+  asio::post(strand_, [this] { FlushReads(); });
+}
+
+void RaftDriver::FlushReads() {
+  read_flush_scheduled_ = false;
+  std::vector<ReadCallback> batch = std::move(read_batch_);
+  read_batch_.clear();
+  if (batch.empty()) return;
+  if (stopped_) {
+    for (ReadCallback& done : batch) done(Stopping());
+    return;
+  }
+  std::uint64_t context = next_read_context_++;
+  raft::ReadIndexOutcome outcome = node_->ReadIndex(context);
+  if (outcome == raft::ReadIndexOutcome::kNoLeader) {
+    for (ReadCallback& done : batch) done(NoLeader());
+    return;
+  }
+  counters_.read_index_reads += batch.size();
+  ++counters_.read_index_requests;
+  PublishCounters();
+  pending_reads_.emplace(context, std::move(batch));
+  MaybeHandleReady();
+}
+
+void RaftDriver::TransferLeadership(NodeId target, DoneCallback done) {
+  asio::post(strand_, [this, target, done = std::move(done)] {
+    switch (node_->TransferLeadership(target)) {
+      case raft::TransferOutcome::kStarted:
+      case raft::TransferOutcome::kAlreadyInProgress: MaybeHandleReady(); return done(Status::Ok());
+      case raft::TransferOutcome::kNotLeader: return done(etcd_errors::kNotLeader.ToStatus());
+      case raft::TransferOutcome::kTargetIsSelf: return done(Status::Ok());
+      case raft::TransferOutcome::kTargetNotVoter:
+        return done(etcd_errors::kBadLeaderTransferee.ToStatus());
+    }
+  });
+}
+
+void RaftDriver::Receive(raft::Message message) {
+  asio::post(strand_, [this, message = std::move(message)] {
+    if (stopped_) return;
+    (void)node_->Step(message);
+    MaybeHandleReady();
+  });
+}
+
+void RaftDriver::Unreachable(NodeId peer) {
+  asio::post(strand_, [this, peer] {
+    if (!stopped_) node_->ReportUnreachable(peer);
+  });
+}
+
+void RaftDriver::Post(std::function<void()> fn) { asio::post(strand_, std::move(fn)); }
+
+void RaftDriver::ReportSnapshot(NodeId peer, bool ok) {
+  asio::post(strand_, [this, peer, ok] {
+    if (stopped_) return;
+    node_->ReportSnapshot(peer, ok);
+    MaybeHandleReady();
+  });
+}
+
+void RaftDriver::MaybeHandleReady() {
+  // Every strand turn that steps, ticks, proposes or finishes a Ready ends here: the lease and the
+  // commit index are published before this Ready's messages (a TimeoutNow, a commit index in an
+  // append or a ReadIndex answer) leave, and before AfterPersist acknowledges writes.
+  PublishLease();
+  if (stopped_ || ready_in_flight_ || !node_->HasReady()) return;
+  auto ready = std::make_shared<raft::Ready>(node_->GetReady());
+  ready_in_flight_ = true;
+  if (ready->soft_state) OnSoftState(*ready->soft_state);
+  for (const raft::Message& m : ready->messages) {
+    // The snapshot data travels out of band; the hooks report the transfer (ReportSnapshot).
+    if (m.type == raft::MessageType::kInstallSnapshot && snapshot_hooks_) {
+      snapshot_hooks_->SendSnapshot(m);
+    } else {
+      sender_.Send(m);
+    }
+  }
+  const bool persist = ready->snapshot || !ready->entries.empty() || ready->hard_state;
+  if (persist) {
+    if (ready->snapshot) {
+      // The state machine takes the received image before the meta is persisted: after a crash
+      // in between, the old log replays onto a state that is ahead of it (entries at or below
+      // the applied index are skipped), never behind. Without an image, applying the entries
+      // after the snapshot to an older state would diverge: refuse.
+      Status installed = snapshot_hooks_
+                             ? snapshot_hooks_->InstallSnapshot(*ready->snapshot)
+                             : Status::FailedPrecondition("no snapshot support in this driver");
+      if (!installed.ok()) {
+        return Fatal(installed.Annotate(
+            fmt::format("install snapshot at index {}", ready->snapshot->index)));
+      }
+    }
+    log_.Persist(ready->snapshot, ready->entries, ready->hard_state, ready->must_sync,
+                 [this, ready](Status status) {
+                   asio::post(strand_, [this, ready, status] { AfterPersist(ready, status); });
+                 });
+  }
+  // Committed entries an earlier Ready made durable are applied while this one's write is in
+  // flight: a put is answered one fsync sooner (raft/DESIGN.md §5, step 5). AfterPersist applies
+  // the rest.
+  ApplyCommitted(std::span(ready->committed_entries).first(ready->durable_committed));
+  if (!persist) AfterPersist(ready, Status::Ok());
+}
+
+void RaftDriver::AfterPersist(const std::shared_ptr<raft::Ready>& ready, const Status& status) {
+  if (!status.ok()) return Fatal(status);
+  for (const raft::Message& m : ready->messages_after_persist) sender_.Send(m);
+  ApplyCommitted(std::span(ready->committed_entries).subspan(ready->durable_committed));
+  ServeReadStates(ready->read_states);
+  if (ready->conf_state) sender_.OnMembership(*ready->conf_state);
+  node_->Advance(*ready);
+  ready_in_flight_ = false;
+  if (snapshot_hooks_) snapshot_hooks_->AfterAdvance(*ready, *node_);
+  PublishStatus();
+  if (!stopped_) MaybeHandleReady();
+}
+
+void RaftDriver::ApplyCommitted(std::span<const raft::Entry> entries) {
+  if (entries.empty()) return;
+  // After a restart the core hands out entries from the snapshot on; the state machine may have
+  // applied some of them already (its applied index is durable with its data). Entries are in
+  // index order, so the applied ones are a prefix.
+  const LogIndex applied = state_machine_.AppliedIndex();
+  const auto first_fresh =
+      std::partition_point(entries.begin(), entries.end(),
+                           [applied](const raft::Entry& e) { return e.index <= applied; });
+  const std::span<const raft::Entry> fresh = entries.subspan(first_fresh - entries.begin());
+  std::vector<ApplyOutcome> outcomes =
+      fresh.empty() ? std::vector<ApplyOutcome>{} : state_machine_.Apply(fresh);
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    auto it = pending_proposals_.find(fresh[i].index);
+    if (it == pending_proposals_.end()) continue;
+    PendingProposal pending = std::move(it->second);
+    pending_proposals_.erase(it);
+    if (fresh[i].term != pending.term) {
+      // Another leader's entry took this index: ours was never committed (Raft §5.3).
+      ++counters_.proposals_failed;
+      pending.done(LeaderChanged(), {});
+      continue;
+    }
+    ++counters_.proposals_committed;
+    const ApplyOutcome& outcome = outcomes[i];
+    pending.done(outcome.status, outcome.response);
+  }
+  ServeWaitingReads();
+}
+
+void RaftDriver::ServeReadStates(const std::vector<raft::ReadState>& states) {
+  for (const raft::ReadState& rs : states) {
+    // The index also covers every earlier request still pending (contexts grow): their reads
+    // arrived before this request was made. A request whose answer was lost is served here.
+    auto end = pending_reads_.upper_bound(rs.context);
+    if (end == pending_reads_.begin()) continue;
+    // Keep the queue ordered by index so one pass serves every read the apply reached.
+    auto pos = reads_waiting_apply_.end();
+    while (pos != reads_waiting_apply_.begin() && std::prev(pos)->index > rs.index) --pos;
+    std::vector<WaitingRead> served;
+    for (auto it = pending_reads_.begin(); it != end; ++it) {
+      for (ReadCallback& done : it->second) served.push_back({rs.index, std::move(done)});
+    }
+    reads_waiting_apply_.insert(pos, std::make_move_iterator(served.begin()),
+                                std::make_move_iterator(served.end()));
+    pending_reads_.erase(pending_reads_.begin(), end);
+  }
+  ServeWaitingReads();
+}
+
+void RaftDriver::ServeWaitingReads() {
+  LogIndex applied = state_machine_.AppliedIndex();
+  while (!reads_waiting_apply_.empty() && reads_waiting_apply_.front().index <= applied) {
+    ReadCallback done = std::move(reads_waiting_apply_.front().done);
+    reads_waiting_apply_.pop_front();
+    done(Status::Ok());
+  }
+}
+
+void RaftDriver::OnSoftState(const raft::SoftState& soft) {
+  if (soft.leader != last_leader_) {
+    spdlog::info("node={:x} term={} leader={:x} role={}", options_.raft.id, soft.term, soft.leader,
+                 raft::RoleName(soft.role));
+    ++counters_.leader_changes;
+    // A ReadIndex request in flight to (or at) the old leader may never be answered.
+    FailAllReads(LeaderChanged());
+    last_leader_ = soft.leader;
+  }
+}
+
+void RaftDriver::FailAllReads(const Status& status) {
+  auto pending = std::move(pending_reads_);
+  pending_reads_.clear();
+  for (auto& [context, batch] : pending) {
+    for (ReadCallback& done : batch) done(status);
+  }
+  // Reads already confirmed only wait for the local apply; they stay valid across a leader change.
+  // Reads not yet sent go to whichever leader there is when their request is made.
+  if (status.message() == Stopping().message()) {
+    auto unsent = std::move(read_batch_);
+    read_batch_.clear();
+    for (ReadCallback& done : unsent) done(status);
+    auto waiting = std::move(reads_waiting_apply_);
+    reads_waiting_apply_.clear();
+    for (auto& w : waiting) w.done(status);
+  }
+}
+
+void RaftDriver::FailAllProposals(const Status& status) {
+  auto pending = std::move(pending_proposals_);
+  pending_proposals_.clear();
+  for (auto& [index, p] : pending) p.done(status, {});
+  auto batch = std::move(proposal_batch_);
+  proposal_batch_.clear();
+  for (auto& [request, done] : batch) done(status, {});
+}
+
+void RaftDriver::PublishStatus() {
+  raft::NodeStatus s = node_->Status();
+  std::lock_guard lock(status_mu_);
+  status_.leader = s.leader;
+  status_.term = s.term;
+  status_.role = s.role;
+  status_.commit = s.commit;
+  status_.applied = state_machine_.AppliedIndex();
+  status_.last_index = s.last_index;
+  status_.lease_valid = s.lease_valid;
+  status_.election_timeout_base_ticks = s.election_timeout_base_ticks;
+  status_.leader_changes = counters_.leader_changes;
+  status_.lease_reads = counters_.lease_reads;
+  status_.read_index_reads = counters_.read_index_reads;
+  status_.read_index_requests = counters_.read_index_requests;
+  status_.proposals_committed = counters_.proposals_committed;
+  status_.proposals_failed = counters_.proposals_failed;
+}
+
+void RaftDriver::PublishLease() {
+  lease_commit_.store(node_->commit_index().value());
+  if (stopped_ || !node_->LeaseValid()) {
+    lease_until_ns_.store(0);
+    return;
+  }
+  // The core holds the lease while its tick count is below lease_expiry_tick; the driver's tick
+  // k is due at tick_epoch_ + k * tick (CatchUpTicks), so the lease holds before this instant.
+  // It is exactly what CatchUpTicks() + LeaseValid() on the strand would decide at any later
+  // time (a capped catch-up only happens past every lease).
+  const std::int64_t left = node_->lease_expiry_tick() - node_->now_ticks();
+  const auto until = tick_epoch_ + (ticks_done_ + left) * options_.tick;
+  lease_until_ns_.store(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(until.time_since_epoch()).count());
+}
+
+bool RaftDriver::TryLeaseRead() {
+  const std::int64_t until = lease_until_ns_.load();
+  if (until == 0) return false;
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Now().time_since_epoch()).count();
+  if (now >= until) return false;
+  if (state_machine_.AppliedIndex() < LogIndex(lease_commit_.load())) return false;
+  fast_lease_reads_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// Counters only (cheap): read paths publish them at once so metrics and tests see every read.
+void RaftDriver::PublishCounters() {
+  std::lock_guard lock(status_mu_);
+  status_.lease_reads = counters_.lease_reads;
+  status_.read_index_reads = counters_.read_index_reads;
+  status_.read_index_requests = counters_.read_index_requests;
+}
+
+DriverStatus RaftDriver::status() const {
+  DriverStatus s;
+  {
+    std::lock_guard lock(status_mu_);
+    s = status_;
+  }
+  s.lease_reads += fast_lease_reads_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void RaftDriver::Fatal(const Status& status) {
+  spdlog::critical("node={:x} fail-stop: {}", options_.raft.id, status.ToString());
+  stopped_ = true;
+  lease_until_ns_.store(0);
+  tick_timer_.cancel();
+  if (options_.on_fatal) return options_.on_fatal(status);
+  std::abort();
+}
+
+}  // namespace epoch::server

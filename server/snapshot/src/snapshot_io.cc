@@ -1,0 +1,174 @@
+#include "epoch/snapshot/snapshot_io.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace epoch::server::snapshot_io {
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+
+void PutU16(std::uint16_t v, std::string* out) {
+  out->push_back(static_cast<char>(v >> 8));
+  out->push_back(static_cast<char>(v & 0xff));
+}
+
+void PutU32(std::uint32_t v, std::string* out) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out->push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+void PutU64(std::uint64_t v, std::string* out) {
+  for (int shift = 56; shift >= 0; shift -= 8)
+    out->push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+std::uint64_t GetBigEndian(const char* in, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+  return v;
+}
+
+File::~File() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+File& File::operator=(File&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+Result<File> OpenForRead(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError(fmt::format("open {}: {}", path, Errno()));
+  return File(fd);
+}
+
+Result<File> OpenForWrite(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError(fmt::format("create {}: {}", path, Errno()));
+  return File(fd);
+}
+
+Status ReadAt(const File& file, const std::string& path, std::uint64_t offset, char* out,
+              std::size_t n) {
+  std::size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(file.fd(), out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(fmt::format("read {} at offset {}: {}", path, offset + done, Errno()));
+    }
+    if (r == 0) {
+      return Status::IOError(fmt::format("read {}: file ends at offset {} (expected {} more bytes)",
+                                         path, offset + done, n - done));
+    }
+    done += static_cast<std::size_t>(r);
+  }
+  return Status::Ok();
+}
+
+Status WriteAt(const File& file, const std::string& path, std::uint64_t offset,
+               std::string_view data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::pwrite(file.fd(), data.data() + done, data.size() - done,
+                         static_cast<off_t>(offset + done));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(
+          fmt::format("write {} at offset {}: {}", path, offset + done, Errno()));
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  return Status::Ok();
+}
+
+Status SyncFile(const File& file, const std::string& path) {
+  if (::fsync(file.fd()) != 0) return Status::IOError(fmt::format("fsync {}: {}", path, Errno()));
+  return Status::Ok();
+}
+
+Status SyncDir(const std::string& dir) {
+  Result<File> d = [&]() -> Result<File> {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError(fmt::format("open directory {}: {}", dir, Errno()));
+    return File(fd);
+  }();
+  if (!d.ok()) return d.status();
+  return SyncFile(*d, dir);
+}
+
+Result<std::uint64_t> FileSize(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::IOError(fmt::format("stat {}: {}", path, Errno()));
+  }
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+Result<bool> IsMissingOrEmpty(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return true;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return Status::InvalidArgument(fmt::format("{} exists and is not a directory", dir));
+  }
+  bool empty = std::filesystem::is_empty(dir, ec);
+  if (ec) return Status::IOError(fmt::format("list {}: {}", dir, ec.message()));
+  return empty;
+}
+
+Status RemoveAll(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return Status::IOError(fmt::format("remove {}: {}", path, ec.message()));
+  return Status::Ok();
+}
+
+struct Sha256::Ctx {
+  EVP_MD_CTX* md = nullptr;
+};
+
+Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
+  ctx_->md = EVP_MD_CTX_new();
+  // Allocation or init failure of a built-in digest means the process is out of memory.
+  if (ctx_->md == nullptr || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) std::abort();
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_->md); }
+
+void Sha256::Update(std::string_view data) {
+  if (EVP_DigestUpdate(ctx_->md, data.data(), data.size()) != 1) std::abort();
+}
+
+std::array<unsigned char, 32> Sha256::Finish() {
+  std::array<unsigned char, 32> out{};
+  unsigned int n = 0;
+  if (EVP_DigestFinal_ex(ctx_->md, out.data(), &n) != 1 || n != out.size()) std::abort();
+  return out;
+}
+
+bool IsSafeFileName(std::string_view name) {
+  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
+  for (char c : name) {
+    if (c == '/' || c == '\0') return false;
+  }
+  return true;
+}
+
+}  // namespace epoch::server::snapshot_io

@@ -1,0 +1,134 @@
+#include "key_index.h"
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+#include <utility>
+
+#include "epoch/etcd_errors.h"
+
+namespace epoch::server {
+
+namespace {
+
+// The last entry of `h` with main <= rev, or nullptr.
+const KeyIndex::Entry* LastAtOrBelow(const KeyIndex::History& h, std::int64_t rev) {
+  auto it = std::upper_bound(h.begin(), h.end(), rev,
+                             [](std::int64_t r, const KeyIndex::Entry& e) { return r < e.main; });
+  return it == h.begin() ? nullptr : &*std::prev(it);
+}
+
+}  // namespace
+
+Status KeyIndex::Stage(std::string_view key, RevisionPair rev, bool put) {
+  if (rev.sub < 0 || rev.sub > std::numeric_limits<std::uint32_t>::max()) {
+    return Status::InvalidArgument("too many writes in one revision: sub-revision " +
+                                   std::to_string(rev.sub));
+  }
+  staged_.push_back(
+      Staged{std::string(key), Entry{rev.main, static_cast<std::uint32_t>(rev.sub), put}, false});
+  return Status::Ok();
+}
+
+void KeyIndex::StageCompaction(Revision compact_to) {
+  staged_.push_back(Staged{std::string(), Entry{compact_to.value(), 0, false}, true});
+}
+
+void KeyIndex::DiscardStaged() {
+  staged_.clear();
+  entry_mark_ = 0;
+}
+
+void KeyIndex::Publish() {
+  if (staged_.empty()) return;
+  std::unique_lock lock(mu_);
+  for (Staged& s : staged_) {
+    if (s.compaction) {
+      CompactLocked(s.entry.main);
+      continue;
+    }
+    auto it = keys_.find(s.key);
+    if (it == keys_.end()) it = keys_.emplace(std::move(s.key), History()).first;
+    it->second.push_back(s.entry);
+    ++entries_;
+  }
+  lock.unlock();
+  staged_.clear();
+  entry_mark_ = 0;
+}
+
+void KeyIndex::Replace(Map keys, Revision compact_revision) {
+  std::size_t entries = 0;
+  for (const auto& [key, h] : keys) entries += h.size();
+  std::unique_lock lock(mu_);
+  keys_ = std::move(keys);
+  compact_revision_ = compact_revision;
+  entries_ = entries;
+  lock.unlock();
+  DiscardStaged();
+}
+
+std::size_t KeyIndex::RemovedByCompaction(const History& h, std::int64_t compact_to) {
+  const Entry* last = LastAtOrBelow(h, compact_to);
+  if (last == nullptr) return 0;
+  const std::size_t at_or_below = static_cast<std::size_t>(last - h.data()) + 1;
+  // The last one stays if it is a put (the key's value as of compact_to) or at compact_to itself
+  // (etcd keeps a tombstone at the compact revision, so a watch from there sees the delete).
+  const bool keep_last = last->put || last->main == compact_to;
+  return keep_last ? at_or_below - 1 : at_or_below;
+}
+
+void KeyIndex::CompactLocked(std::int64_t compact_to) {
+  for (auto it = keys_.begin(); it != keys_.end();) {
+    History& h = it->second;
+    const std::size_t removed = RemovedByCompaction(h, compact_to);
+    h.erase(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(removed));
+    entries_ -= removed;
+    if (h.empty()) {
+      it = keys_.erase(it);
+    } else {
+      if (h.capacity() > 2 * h.size() + 8) h.shrink_to_fit();
+      ++it;
+    }
+  }
+  compact_revision_ = std::max(compact_revision_, Revision(compact_to));
+}
+
+Status KeyIndex::LiveAt(const KeyRange& range, Revision rev,
+                        const std::function<bool(const std::string&, RevisionPair)>& visit) const {
+  std::shared_lock lock(mu_);
+  if (rev < compact_revision_) return etcd_errors::kCompacted.ToStatus();
+  // Keys ascend from the range's start: the first one outside it ends the range.
+  for (auto it = keys_.lower_bound(range.key); it != keys_.end() && range.Contains(it->first);
+       ++it) {
+    const Entry* e = LastAtOrBelow(it->second, rev.value());
+    if (e != nullptr && e->put && !visit(it->first, e->rev())) break;
+  }
+  return Status::Ok();
+}
+
+std::optional<KeyIndex::Entry> KeyIndex::LastAt(std::string_view key, Revision rev) const {
+  std::shared_lock lock(mu_);
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return std::nullopt;
+  const Entry* e = LastAtOrBelow(it->second, rev.value());
+  if (e == nullptr) return std::nullopt;
+  return *e;
+}
+
+std::vector<RevisionPair> KeyIndex::CompactionPlan(Revision compact_to) const {
+  std::shared_lock lock(mu_);
+  std::vector<RevisionPair> out;
+  for (const auto& [key, h] : keys_) {
+    const std::size_t removed = RemovedByCompaction(h, compact_to.value());
+    for (std::size_t i = 0; i < removed; ++i) out.push_back(h[i].rev());
+  }
+  return out;
+}
+
+KeyIndex::Stats KeyIndex::stats() const {
+  std::shared_lock lock(mu_);
+  return Stats{keys_.size(), entries_};
+}
+
+}  // namespace epoch::server

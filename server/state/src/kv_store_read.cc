@@ -1,0 +1,190 @@
+// KvStore's read side: every method takes one ReadState (snapshot + its meta) and reads only
+// through it, so each answer reflects exactly one applied state.
+#include <cstdint>
+#include <limits>
+
+#include "epoch/etcd_errors.h"
+#include "epoch/state/kv_store.h"
+#include "key_encoding.h"
+#include "key_index.h"
+#include "kv_apply.h"
+#include "lease_table.h"
+#include "mvcc_read.h"
+#include "range_query.h"
+#include "read_state.h"
+
+namespace epoch::server {
+
+namespace {
+
+namespace pb = etcdserverpb;
+
+// FNV-1a, 64 bit: simple, stable across platforms and versions (the hash is compared between
+// nodes and over time, so it must never depend on the library or the build).
+class Fnv1a64 {
+ public:
+  void Add(std::string_view bytes) {
+    for (unsigned char c : bytes) {
+      hash_ ^= c;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  // Length-prefixed, so ("ab","c") and ("a","bc") differ.
+  void AddField(std::string_view bytes) {
+    const std::uint64_t n = bytes.size();
+    Add(std::string_view(reinterpret_cast<const char*>(&n), sizeof(n)));
+    Add(bytes);
+  }
+  [[nodiscard]] std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+LeaseInfo ToLeaseInfo(const v1::StoredLease& l) {
+  return LeaseInfo{LeaseId(l.id()), l.ttl_ms(), l.deadline_cluster_ms()};
+}
+
+}  // namespace
+
+Result<pb::RangeResponse> KvStore::Range(const pb::RangeRequest& request) const {
+  EPOCH_RETURN_IF_ERROR(ValidateRange(request));
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  return ExecuteRange(rs->context(), request);
+}
+
+Result<pb::TxnResponse> KvStore::ReadOnlyTxn(const pb::TxnRequest& request) const {
+  EPOCH_RETURN_IF_ERROR(ValidateTxn(request, options_.limits));
+  if (!IsReadOnlyTxn(request)) {
+    return Status::InvalidArgument("txn with writes must go through the log");
+  }
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  KvApplier applier(rs->context(), nullptr);
+  return applier.Txn(request);
+}
+
+Result<EventBatch> KvStore::ReadEvents(Revision start, std::size_t max_events,
+                                       bool with_prev_kv) const {
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  const Meta& meta = rs->meta();
+  if (start < meta.compact_revision) return etcd_errors::kCompacted.ToStatus();
+  if (start < Revision(1)) start = Revision(1);
+
+  EventBatch out;
+  out.current = meta.revision;
+  out.next = meta.revision.Next();
+  BoundedIterator it = rs->reader().NewIterator(TableBounds(kRevisionTable));
+  RevisionPair pair;
+  for (it.Seek(RevisionKey({start.value(), 0})); it.Valid(); it.Next()) {
+    if (!ParseRevisionKey(it.key(), &pair)) return Status::Corruption("malformed revision key");
+    const Revision rev(pair.main);
+    // Stop between revisions only: a revision's events are never split across batches.
+    if (out.events.size() >= max_events && (out.revisions.empty() || rev != out.revisions.back())) {
+      out.next = rev;
+      break;
+    }
+    v1::StoredEvent record;
+    EPOCH_RETURN_IF_ERROR(ParseStoredEvent(it.value(), &record));
+    mvccpb::Event& ev = out.events.emplace_back();
+    ev.set_type(record.type());
+    *ev.mutable_kv() = std::move(*record.mutable_kv());
+    out.revisions.push_back(rev);
+    if (with_prev_kv) {
+      Result<std::optional<mvccpb::KeyValue>> prev =
+          ReadKeyAt(rs->reader(), ev.kv().key(), Revision(pair.main - 1));
+      if (!prev.ok()) return prev.status();
+      if (prev->has_value()) *ev.mutable_prev_kv() = std::move(**prev);
+    }
+  }
+  EPOCH_RETURN_IF_ERROR(it.status());
+  return out;
+}
+
+Result<KvHash> KvStore::HashKV(Revision revision) const {
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  const Meta& meta = rs->meta();
+  Result<Revision> rev =
+      ResolveReadRevision(revision.value(), meta.revision, meta.compact_revision);
+  if (!rev.ok()) return rev.status();
+  Fnv1a64 h;
+  BoundedIterator it = rs->reader().NewIterator(TableBounds(kRevisionTable));
+  RevisionPair pair;
+  for (it.SeekToFirst(); it.Valid(); it.Next()) {
+    if (!ParseRevisionKey(it.key(), &pair)) return Status::Corruption("malformed revision key");
+    if (pair.main > rev->value()) break;
+    h.AddField(it.key());
+    h.AddField(it.value());
+  }
+  EPOCH_RETURN_IF_ERROR(it.status());
+  const std::uint64_t v = h.value();
+  return KvHash{static_cast<std::uint32_t>(v ^ (v >> 32)), meta.compact_revision, *rev};
+}
+
+Result<std::uint64_t> KvStore::StateHash() const {
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  const std::string applied_key = MetaKey(kMetaAppliedIndex);
+  Fnv1a64 h;
+  // In key order across both families (the tables before 'r', the history, the tables after
+  // it), so the hash does not depend on which family holds which table.
+  const StoredBounds history = TableBounds(kRevisionTable);
+  for (const StoredBounds& bounds :
+       {StoredBounds{"", history.lower}, history, StoredBounds{history.upper, ""}}) {
+    BoundedIterator it = rs->reader().NewIterator(bounds);
+    for (it.SeekToFirst(); it.Valid(); it.Next()) {
+      if (it.key() == applied_key) continue;
+      h.AddField(it.key());
+      h.AddField(it.value());
+    }
+    EPOCH_RETURN_IF_ERROR(it.status());
+  }
+  return h.value();
+}
+
+Result<std::optional<LeaseInfo>> KvStore::GetLease(LeaseId id) const {
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  Result<std::optional<v1::StoredLease>> l = ReadLease(rs->reader(), id);
+  if (!l.ok()) return l.status();
+  if (!l->has_value()) return std::optional<LeaseInfo>();
+  return std::optional<LeaseInfo>(ToLeaseInfo(**l));
+}
+
+Result<std::vector<LeaseInfo>> KvStore::Leases() const {
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  Result<std::vector<v1::StoredLease>> all = ReadAllLeases(rs->reader());
+  if (!all.ok()) return all.status();
+  std::vector<LeaseInfo> out;
+  for (const v1::StoredLease& l : *all) out.push_back(ToLeaseInfo(l));
+  return out;
+}
+
+Result<std::vector<std::string>> KvStore::LeaseKeys(LeaseId id) const {
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  return ReadLeaseKeys(rs->reader(), id);
+}
+
+Result<std::vector<LeaseId>> KvStore::ExpiredLeases(std::int64_t now_cluster_ms,
+                                                    std::size_t max_count) const {
+  Result<std::vector<LeaseInfo>> all = Leases();
+  if (!all.ok()) return all.status();
+  std::vector<LeaseId> out;
+  for (const LeaseInfo& l : *all) {
+    if (out.size() >= max_count) break;
+    if (l.deadline_cluster_ms <= now_cluster_ms) out.push_back(l.id);
+  }
+  return out;
+}
+
+std::int64_t KvStore::ApproximateSizeBytes() const {
+  std::uint64_t sst = 0;
+  std::uint64_t mem = 0;
+  db_->GetAggregatedIntProperty("rocksdb.total-sst-files-size", &sst);
+  db_->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &mem);
+  return static_cast<std::int64_t>(sst + mem);
+}
+
+KvStore::IndexSize KvStore::IndexSizeNow() const {
+  const KeyIndex::Stats s = index_->stats();
+  return IndexSize{s.keys, s.entries};
+}
+
+}  // namespace epoch::server
