@@ -68,6 +68,11 @@ class MetricsText {
   void Counter(std::string_view name, std::string_view help, T value) {
     Metric("counter", name, help, value);
   }
+  // A summary without quantiles: the _sum (seconds) and _count of the observations.
+  void Summary(std::string_view name, std::string_view help, double sum, std::uint64_t count) {
+    *out_ += fmt::format("# HELP {} {}\n# TYPE {} summary\n{}_sum {}\n{}_count {}\n", name, help,
+                         name, name, sum, name, count);
+  }
   void Histogram(std::string_view name, std::string_view help, const LatencyHistogram& h) {
     *out_ += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
     h.Render(name, out_);

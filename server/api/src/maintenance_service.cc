@@ -68,7 +68,7 @@ rpc::UnaryReactor* MaintenanceService::Defragment(rpc::CallContext* ctx,
                                                   etcdserverpb::DefragmentResponse* response) {
   auto* reactor = ctx->DefaultReactor();
   // Seconds of compaction: on a thread of its own, never a gRPC or read thread.
-  asio::post(defrag_pool_, [this, reactor, response] {
+  asio::post(maintenance_, [this, reactor, response] {
     epoch::Status s = node_.store().Defragment();
     if (!s.ok()) return reactor->Finish(ToGrpc(s));
     node_.FillHeader(response->mutable_header());
@@ -136,16 +136,8 @@ rpc::UnaryReactor* MaintenanceService::MoveLeader(rpc::CallContext* ctx,
 
 rpc::WriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
     rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest*) {
-  if (snapshots_ == nullptr) {
-    class Unimplemented final : public rpc::WriteReactor<etcdserverpb::SnapshotResponse> {
-     public:
-      Unimplemented() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no snapshots")); }
-      void OnDone() override { delete this; }
-    };
-    (void)ctx;
-    return new Unimplemented();
-  }
-  return StartSnapshotStream(node_, *snapshots_, snapshot_message_bytes_);
+  (void)ctx;
+  return StartSnapshotStream(node_, snapshots_, snapshot_message_bytes_);
 }
 
 rpc::UnaryReactor* ClusterService::MemberList(rpc::CallContext* ctx,

@@ -129,27 +129,19 @@ class WatchService::Stream final
   grpc::Status status_;     // what End() finishes with; guarded by mu_
 };
 
-WatchService::WatchService(NodeContext& node, WatchServiceOptions options)
+WatchService::WatchService(NodeContext& node, asio::io_context& io, WatchServiceOptions options)
     : node_(node),
       options_(options),
+      io_(io),
       hub_(WatchHub::Create(node.store(), io_.get_executor(), node.read_pool().get_executor(),
                             options.hub)),
       progress_timer_(io_),
       leader_timer_(io_) {
   ScheduleProgressTick();
   ScheduleLeaderCheck();
-  thread_ = std::thread([this] {
-    SetThreadName("epoch-watch");
-    auto guard = asio::make_work_guard(io_);
-    io_.run();
-  });
 }
 
-WatchService::~WatchService() {
-  hub_->Detach();
-  io_.stop();
-  if (thread_.joinable()) thread_.join();
-}
+WatchService::~WatchService() { hub_->Detach(); }
 
 rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* WatchService::Watch(
     rpc::CallContext* context) {
@@ -214,6 +206,15 @@ void WatchService::CheckLeader() {
 void WatchService::Register(rpc::Server& server) {
   using Async = etcdserverpb::Watch::AsyncService;
   server.Bidi(this, &Async::RequestWatch, [this](rpc::CallContext* c) { return Watch(c); });
+}
+
+void WatchService::RenderMetrics(MetricsText& m) const {
+  const WatchHubStats watch = hub_->stats();
+  m.Gauge("epoch_watchers", "Watchers registered on this node.", watch.watchers);
+  m.Counter("epoch_watch_fallbacks_total", "Watchers that fell back to reading history.",
+            watch.fallbacks);
+  m.Counter("epoch_watch_history_reads_total", "History reads by catching-up watchers.",
+            watch.history_reads);
 }
 
 }  // namespace epoch::server

@@ -46,9 +46,11 @@ LeaseManager::LeaseManager(NodeContext& node, LeaseOptions options)
 
 LeaseManager::~LeaseManager() = default;
 
-void LeaseManager::Attach() {
-  node_.driver().SetProposalHook([this](v1::InternalRequest& r) { StampProposal(r); });
-  node_.driver().SetTickHook([this] { OnTick(); });
+DriverHooks LeaseManager::Hooks() {
+  DriverHooks hooks;
+  hooks.stamp = [this](v1::InternalRequest& r) { StampProposal(r); };
+  hooks.on_tick = [this] { OnTick(); };
+  return hooks;
 }
 
 void LeaseManager::Stop() {
@@ -77,42 +79,34 @@ LeaseStats LeaseManager::Stats() const {
   return s;
 }
 
-void LeaseManager::RenderMetrics(std::string* out) const {
+void LeaseManager::RenderMetrics(MetricsText& m) const {
   const LeaseStats s = Stats();
-  auto metric = [out](std::string_view type, std::string_view name, std::string_view help,
-                      auto value) {
-    *out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
-  };
-  metric("gauge", "epoch_cluster_time_ms", "This member's estimate of the cluster clock.",
-         s.cluster_time_ms);
-  metric("gauge", "epoch_cluster_clock_running", "1 if this member leads and its clock runs.",
-         s.clock_running ? 1 : 0);
-  metric("gauge", "epoch_lease_max_failover_extension_ms",
-         "Published bound on the cluster time lost in one leader failover.",
-         MaxFailoverExtensionMs());
-  metric("gauge", "epoch_cluster_clock_last_start_stall_ms",
-         "Cluster time that stood still before this member last started the clock (-1: never).",
-         s.last_start_stall_ms);
-  metric("gauge", "epoch_cluster_clock_max_start_stall_ms",
-         "Largest such stall seen by this member (-1: never).", s.max_start_stall_ms);
-  metric("counter", "epoch_cluster_clock_starts_total", "Times this member started the clock.",
-         s.clock_starts);
-  metric("counter", "epoch_cluster_clock_ticks_total", "ClockTick entries committed.",
-         s.clock_ticks);
-  metric("counter", "epoch_lease_keepalives_total", "Keep-alives answered by this leader.",
-         s.keepalives);
-  metric("counter", "epoch_lease_renewal_entries_total",
-         "Batched renewal (lease_checkpoint) entries committed.", s.renewal_entries);
-  metric("counter", "epoch_leases_expired_total", "Leases revoked by expiry.", s.expired);
-  metric("counter", "epoch_leases_granted_total", "Lease grants answered to this member's clients.",
-         s.grants);
-  metric("counter", "epoch_leases_revoked_total",
-         "Lease revokes answered to this member's clients.", s.revokes);
-  *out += fmt::format(
-      "# HELP epoch_lease_keepalive_seconds Keep-alive latency on the leader (arrival to "
-      "answer).\n# TYPE epoch_lease_keepalive_seconds summary\n"
-      "epoch_lease_keepalive_seconds_sum {}\nepoch_lease_keepalive_seconds_count {}\n",
-      static_cast<double>(s.keepalive_latency_sum_us) / 1e6, s.keepalive_latency_count);
+  m.Gauge("epoch_cluster_time_ms", "This member's estimate of the cluster clock.",
+          s.cluster_time_ms);
+  m.Gauge("epoch_cluster_clock_running", "1 if this member leads and its clock runs.",
+          s.clock_running ? 1 : 0);
+  m.Gauge("epoch_lease_max_failover_extension_ms",
+          "Published bound on the cluster time lost in one leader failover.",
+          MaxFailoverExtensionMs());
+  m.Gauge("epoch_cluster_clock_last_start_stall_ms",
+          "Cluster time that stood still before this member last started the clock (-1: never).",
+          s.last_start_stall_ms);
+  m.Gauge("epoch_cluster_clock_max_start_stall_ms",
+          "Largest such stall seen by this member (-1: never).", s.max_start_stall_ms);
+  m.Counter("epoch_cluster_clock_starts_total", "Times this member started the clock.",
+            s.clock_starts);
+  m.Counter("epoch_cluster_clock_ticks_total", "ClockTick entries committed.", s.clock_ticks);
+  m.Counter("epoch_lease_keepalives_total", "Keep-alives answered by this leader.", s.keepalives);
+  m.Counter("epoch_lease_renewal_entries_total",
+            "Batched renewal (lease_checkpoint) entries committed.", s.renewal_entries);
+  m.Counter("epoch_leases_expired_total", "Leases revoked by expiry.", s.expired);
+  m.Counter("epoch_leases_granted_total", "Lease grants answered to this member's clients.",
+            s.grants);
+  m.Counter("epoch_leases_revoked_total", "Lease revokes answered to this member's clients.",
+            s.revokes);
+  m.Summary("epoch_lease_keepalive_seconds",
+            "Keep-alive latency on the leader (arrival to answer).",
+            static_cast<double>(s.keepalive_latency_sum_us) / 1e6, s.keepalive_latency_count);
 }
 
 void LeaseManager::CountGrant() {

@@ -24,7 +24,7 @@ constexpr auto kLeaderPoll = std::chrono::milliseconds(10);
 }  // namespace
 
 NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& store,
-                         asio::thread_pool& read_pool)
+                         asio::thread_pool& read_pool, PeerForwarder* peer_forwarder)
     : config_(config),
       driver_(driver),
       store_(store),
@@ -32,13 +32,18 @@ NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& 
       client_queue_(std::make_unique<rpc::ClientQueue>()),
       forwarder_(std::make_unique<LeaderForwarder>(
           *client_queue_, [this](NodeId id) { return ClientAddressOf(id); })),
-      timer_executor_(read_pool.get_executor()) {}
+      peer_forwarder_(peer_forwarder),
+      timer_executor_(read_pool.get_executor()),
+      space_quota_(std::make_unique<SpaceQuota>(*this, config.SpaceQuotaBytes())) {}
 
 NodeContext::~NodeContext() = default;
 
+void NodeContext::Start() { space_quota_->Start(); }
+void NodeContext::Stop() { space_quota_->Stop(); }
+
 void NodeContext::Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
                         WriteCallback done) {
-  if (space_quota_ != nullptr && !space_quota_->Admit(request)) {
+  if (!space_quota_->Admit(request)) {
     return done(etcd_errors::kNoSpace.ToStatus(), {});
   }
   auto wait = std::min(

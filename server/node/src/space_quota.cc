@@ -98,4 +98,11 @@ void SpaceQuota::Raise(std::int64_t size) {
               });
 }
 
+void SpaceQuota::RenderMetrics(MetricsText& m) {
+  m.Gauge("epoch_kv_db_size_bytes", "Approximate size of the store (what the space quota counts).",
+          SizeBytes());
+  m.Gauge("epoch_kv_quota_bytes", "The space quota (--quota-backend-bytes); 0: none.",
+          quota_bytes_);
+}
+
 }  // namespace epoch::server

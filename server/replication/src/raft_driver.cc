@@ -62,7 +62,8 @@ RaftDriver::RaftDriver(asio::io_context& io, RaftDriverOptions options, DurableL
 
 RaftDriver::~RaftDriver() = default;
 
-void RaftDriver::Start() {
+void RaftDriver::Start(DriverHooks hooks) {
+  hooks_ = std::move(hooks);
   asio::post(strand_, [this] {
     tick_epoch_ = Now();
     next_tick_ = tick_epoch_ + options_.tick;
@@ -96,7 +97,7 @@ void RaftDriver::OnTick() {
   CatchUpTicks();
   MaybeHandleReady();
   PublishStatus();
-  if (tick_hook_) tick_hook_();
+  if (hooks_.on_tick) hooks_.on_tick();
   next_tick_ += options_.tick;
   auto now = Now();
   if (next_tick_ < now) next_tick_ = now + options_.tick;
@@ -144,7 +145,7 @@ void RaftDriver::FlushProposals() {
   std::vector<std::string> commands;
   commands.reserve(batch.size());
   for (auto& [request, done] : batch) {
-    if (stamp_hook_) stamp_hook_(request);
+    if (hooks_.stamp) hooks_.stamp(request);
     commands.push_back(request.SerializeAsString());
   }
   raft::ProposeResult result = node_->Propose(std::move(commands));
@@ -264,8 +265,8 @@ void RaftDriver::MaybeHandleReady() {
   if (ready->soft_state) OnSoftState(*ready->soft_state);
   for (const raft::Message& m : ready->messages) {
     // The snapshot data travels out of band; the hooks report the transfer (ReportSnapshot).
-    if (m.type == raft::MessageType::kInstallSnapshot && snapshot_hooks_) {
-      snapshot_hooks_->SendSnapshot(m);
+    if (m.type == raft::MessageType::kInstallSnapshot && hooks_.snapshots) {
+      hooks_.snapshots->SendSnapshot(m);
     } else {
       sender_.Send(m);
     }
@@ -277,8 +278,8 @@ void RaftDriver::MaybeHandleReady() {
       // in between, the old log replays onto a state that is ahead of it (entries at or below
       // the applied index are skipped), never behind. Without an image, applying the entries
       // after the snapshot to an older state would diverge: refuse.
-      Status installed = snapshot_hooks_
-                             ? snapshot_hooks_->InstallSnapshot(*ready->snapshot)
+      Status installed = hooks_.snapshots
+                             ? hooks_.snapshots->InstallSnapshot(*ready->snapshot)
                              : Status::FailedPrecondition("no snapshot support in this driver");
       if (!installed.ok()) {
         return Fatal(installed.Annotate(
@@ -305,7 +306,7 @@ void RaftDriver::AfterPersist(const std::shared_ptr<raft::Ready>& ready, const S
   if (ready->conf_state) sender_.OnMembership(*ready->conf_state);
   node_->Advance(*ready);
   ready_in_flight_ = false;
-  if (snapshot_hooks_) snapshot_hooks_->AfterAdvance(*ready, *node_);
+  if (hooks_.snapshots) hooks_.snapshots->AfterAdvance(*ready, *node_);
   PublishStatus();
   if (!stopped_) MaybeHandleReady();
 }
@@ -478,6 +479,28 @@ void RaftDriver::Fatal(const Status& status) {
   tick_timer_.cancel();
   if (options_.on_fatal) return options_.on_fatal(status);
   std::abort();
+}
+
+void RaftDriver::RenderMetrics(MetricsText& m) const {
+  const DriverStatus s = status();
+  m.Gauge("epoch_raft_term", "Current Raft term.", s.term.value());
+  m.Gauge("epoch_raft_is_leader", "1 if this node is the leader.",
+          s.role == raft::Role::kLeader ? 1 : 0);
+  m.Gauge("epoch_raft_commit_index", "Commit index.", s.commit.value());
+  m.Gauge("epoch_raft_applied_index", "Applied index.", s.applied.value());
+  m.Gauge("epoch_raft_last_index", "Last log index.", s.last_index.value());
+  m.Gauge("epoch_raft_election_timeout_base_ms",
+          "Adaptive election timeout base T (raised by slow disks, high RTT, split votes).",
+          s.election_timeout_base_ticks * options_.tick.count());
+  m.Counter("epoch_raft_leader_changes_total", "Leader changes seen.", s.leader_changes);
+  m.Counter("epoch_proposals_committed_total", "Proposals committed.", s.proposals_committed);
+  m.Counter("epoch_proposals_failed_total", "Proposals failed.", s.proposals_failed);
+  m.Counter("epoch_reads_lease_total", "Linearizable reads served by the leader lease.",
+            s.lease_reads);
+  m.Counter("epoch_reads_read_index_total", "Linearizable reads through ReadIndex.",
+            s.read_index_reads);
+  m.Counter("epoch_read_index_requests_total",
+            "ReadIndex rounds (the reads that queue together share one).", s.read_index_requests);
 }
 
 }  // namespace epoch::server

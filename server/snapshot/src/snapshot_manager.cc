@@ -9,7 +9,6 @@
 #include "epoch/peer/peer_codec.h"
 #include "epoch/raft/conf_change.h"
 #include "epoch/snapshot/snapshot_io.h"
-#include "epoch/thread_name.h"
 
 namespace epoch::server {
 namespace {
@@ -26,7 +25,7 @@ std::int64_t UnixMillisNow() {
 
 SnapshotManager::SnapshotManager(SnapshotOptions options, NodeId self, std::uint64_t cluster_id,
                                  std::string root, KvStore& store, DurableLog& log,
-                                 RaftDriver& driver, FrameSender send_frame)
+                                 RaftDriver& driver, asio::io_context& io, FrameSender send_frame)
     : options_(std::move(options)),
       self_(self),
       cluster_id_(cluster_id),
@@ -35,6 +34,7 @@ SnapshotManager::SnapshotManager(SnapshotOptions options, NodeId self, std::uint
       log_(log),
       driver_(driver),
       send_frame_(std::move(send_frame)),
+      io_(io),
       housekeeping_(io_),
       checkpoints_(root_, store),
       conf_(log.LastSnapshot().conf),
@@ -47,22 +47,14 @@ Status SnapshotManager::Start() {
   std::error_code ec;
   std::filesystem::create_directories(root_, ec);
   if (ec) return Status::IOError(fmt::format("create {}: {}", root_, ec.message()));
-  work_.emplace(asio::make_work_guard(io_));
   running_ = true;
-  thread_ = std::thread([this] {
-    SetThreadName("epoch-snapshot");
-    io_.run();
-  });
   asio::post(io_, [this] { ScheduleHousekeeping(); });
   return Status::Ok();
 }
 
 void SnapshotManager::Stop() {
   if (!running_.exchange(false)) return;
-  work_.reset();
-  io_.stop();
-  if (thread_.joinable()) thread_.join();
-  // The I/O thread is gone: its state may be touched here. Abandoned transfers are not reported
+  // The I/O loop has stopped: its state may be touched here. Abandoned transfers are not reported
   // (the driver is stopping); the receivers time them out.
   outgoing_.clear();
   std::lock_guard lock(mu_);
@@ -292,7 +284,7 @@ Status SnapshotManager::InstallSnapshot(const raft::SnapshotMeta& meta) {
     std::lock_guard lock(mu_);
     ++stats_.installed;
   }
-  if (on_installed_) on_installed_(meta);
+  for (const auto& hook : on_installed_) hook(meta);
   return Status::Ok();
 }
 
@@ -382,6 +374,19 @@ void SnapshotManager::OpenArchive(ArchiveCallback done) {
     }
     done(std::make_shared<SnapshotArchiveStream>(std::move(*checkpoint), std::move(header)));
   });
+}
+
+void SnapshotManager::RenderMetrics(MetricsText& m) const {
+  const SnapshotStats snap = stats();
+  m.Counter("epoch_snapshots_sent_total", "Raft snapshots streamed to followers.", snap.sent);
+  m.Counter("epoch_snapshots_send_failed_total", "Raft snapshot transfers that failed.",
+            snap.send_failed);
+  m.Counter("epoch_snapshots_received_total", "Raft snapshots received from the leader.",
+            snap.received);
+  m.Counter("epoch_snapshots_installed_total", "Received snapshots installed.", snap.installed);
+  m.Counter("epoch_log_compactions_total", "Automatic Raft log compactions.", snap.compactions);
+  m.Gauge("epoch_raft_first_index", "First index still in the Raft log.",
+          log_.FirstIndex().value());
 }
 
 }  // namespace epoch::server

@@ -187,4 +187,15 @@ KvStore::IndexSize KvStore::IndexSizeNow() const {
   return IndexSize{s.keys, s.entries};
 }
 
+void KvStore::RenderMetrics(MetricsText& m) const {
+  m.Gauge("epoch_kv_revision", "Current store revision.", CurrentRevision().value());
+  m.Gauge("epoch_alarms_active", "Active alarms in the cluster (NOSPACE caps the store).",
+          Alarms().size());
+  const IndexSize index = IndexSizeNow();
+  m.Gauge("epoch_kv_index_keys", "Keys in the in-memory per-key history (live or not compacted).",
+          index.keys);
+  m.Gauge("epoch_kv_index_revisions", "Revisions in the in-memory per-key history.",
+          index.revisions);
+}
+
 }  // namespace epoch::server

@@ -89,10 +89,9 @@ class LeaseNode {
     dopts.seed = 1;
     dopts.clock = [this] { return Now(); };
     driver_ = std::make_unique<RaftDriver>(io_, dopts, log_, *state_machine_, sender_);
-    context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, pool_);
+    context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, pool_, nullptr);
     leases_ = std::make_unique<LeaseManager>(*context_, options_);
-    leases_->Attach();
-    driver_->Start();
+    driver_->Start(leases_->Hooks());
     REQUIRE(Eventually([this] { return leases_->Stats().clock_running; }));
   }
 

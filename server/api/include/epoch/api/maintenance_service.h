@@ -23,7 +23,14 @@ class MaintenanceService final : public etcdserverpb::Maintenance::AsyncService 
   // Registers every method of the service with `server` (before it starts).
   void Register(rpc::Server& server);
 
-  explicit MaintenanceService(NodeContext& node) : node_(node) {}
+  // Snapshot streams the archive of `snapshots` in messages of `snapshot_message_bytes`;
+  // Defragment runs on `maintenance`, one at a time (a pool of one thread).
+  MaintenanceService(NodeContext& node, SnapshotManager& snapshots,
+                     std::size_t snapshot_message_bytes, asio::thread_pool& maintenance)
+      : node_(node),
+        snapshots_(snapshots),
+        snapshot_message_bytes_(snapshot_message_bytes),
+        maintenance_(maintenance) {}
 
   rpc::UnaryReactor* Status(rpc::CallContext* ctx, const etcdserverpb::StatusRequest* request,
                             etcdserverpb::StatusResponse* response);
@@ -40,19 +47,11 @@ class MaintenanceService final : public etcdserverpb::Maintenance::AsyncService 
   rpc::WriteReactor<etcdserverpb::SnapshotResponse>* Snapshot(
       rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest* request);
 
-  // Before the service is registered. Without it, Snapshot answers UNIMPLEMENTED.
-  void SetSnapshots(SnapshotManager* snapshots, std::size_t message_bytes) {
-    snapshots_ = snapshots;
-    snapshot_message_bytes_ = message_bytes;
-  }
-
  private:
   NodeContext& node_;
-  SnapshotManager* snapshots_ = nullptr;
-  std::size_t snapshot_message_bytes_ = 64 << 10;
-  // Runs Defragment calls one at a time; joined when the service is destroyed (after the gRPC
-  // server's shutdown, which waits for the pending calls to finish).
-  asio::thread_pool defrag_pool_{1};
+  SnapshotManager& snapshots_;
+  const std::size_t snapshot_message_bytes_;
+  asio::thread_pool& maintenance_;
 };
 
 class ClusterService final : public etcdserverpb::Cluster::AsyncService {

@@ -9,9 +9,10 @@
 // Half-closing the request side does not end the stream (as in etcd); the client cancels it.
 //
 // Who calls it: EpochNode registers it with the gRPC server and routes the KvStateMachine
-// applied hook to hub()->Publish(). Threading: a private thread runs the hub's dispatch strand
-// and the progress and leader timers; history reads run on the node's read pool; stream
-// callbacks run on gRPC's threads. Destroy it after the gRPC server has shut down.
+// applied hook to hub()->Publish(). Threading: the node's watch loop (one thread) runs the hub's
+// dispatch strand and the progress and leader timers; history reads run on the node's read pool;
+// stream callbacks run on gRPC's threads. Destroy it after the gRPC server has shut down and the
+// watch loop has stopped.
 #pragma once
 
 #include <asio.hpp>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "epoch/etcd_errors.h"
+#include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
 #include "epoch/rpc/async_rpc.h"
 #include "epoch/watch/watch_hub.h"
@@ -44,13 +46,16 @@ class WatchService final : public etcdserverpb::Watch::AsyncService {
   // Registers every method of the service with `server` (before it starts).
   void Register(rpc::Server& server);
 
-  WatchService(NodeContext& node, WatchServiceOptions options);
+  // `io`: the watch loop (server/daemon/src/executors.h), one thread.
+  WatchService(NodeContext& node, asio::io_context& io, WatchServiceOptions options);
   ~WatchService() override;
   WatchService(const WatchService&) = delete;
   WatchService& operator=(const WatchService&) = delete;
 
   // Where applied events go (KvStateMachine's applied hook calls Publish on it).
   [[nodiscard]] const std::shared_ptr<WatchHub>& hub() const { return hub_; }
+  // The watchers' part of /metrics.
+  void RenderMetrics(MetricsText& m) const;
 
   rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* Watch(
       rpc::CallContext* context);
@@ -64,7 +69,7 @@ class WatchService final : public etcdserverpb::Watch::AsyncService {
 
   NodeContext& node_;
   const WatchServiceOptions options_;
-  asio::io_context io_;
+  asio::io_context& io_;
   std::shared_ptr<WatchHub> hub_;
   asio::steady_timer progress_timer_;  // io_ thread only
   asio::steady_timer leader_timer_;    // io_ thread only
@@ -72,7 +77,6 @@ class WatchService final : public etcdserverpb::Watch::AsyncService {
 
   std::mutex streams_mu_;
   std::vector<std::weak_ptr<Stream>> leader_streams_;  // hasleader streams; guarded by streams_mu_
-  std::thread thread_;
 };
 
 }  // namespace epoch::server

@@ -5,8 +5,9 @@
 //
 // Data directory layout: <data-dir>/wal (wal/FORMAT.md), <data-dir>/kv (RocksDB).
 //
-// Threads: one for the Raft driver (its io_context), one for the peer transport and the metrics
-// endpoint, a small read pool, the WAL's sync and preallocation threads, and gRPC's own.
+// Threads: server/daemon/src/executors.h owns every thread the node runs (the Raft strand, the
+// peer transport and metrics endpoint, the watch and snapshot loops, the read pool, maintenance);
+// besides them, the WAL's sync and preallocation threads and the gRPC completion-queue threads.
 #pragma once
 
 #include <memory>

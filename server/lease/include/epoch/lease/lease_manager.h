@@ -24,8 +24,8 @@
 // /metrics and in epoch.v1.Lease/Status and ClockStatus.
 //
 // Threading: KeepAlive, EstimateNowMs, Stats and the bound accessors are thread-safe. Callbacks
-// run on the driver's strand or on a gRPC client thread and must not block. Attach() before the
-// driver starts; Stop() before the driver is destroyed.
+// run on the driver's strand or on a gRPC client thread and must not block. Hooks() go to
+// RaftDriver::Start(); Stop() before the driver is destroyed.
 #pragma once
 
 #include <atomic>
@@ -41,6 +41,7 @@
 
 #include "epoch/lease/cluster_clock.h"
 #include "epoch/lease/lease_keepalive_batcher.h"
+#include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
 
 namespace epoch::server {
@@ -86,8 +87,8 @@ class LeaseManager {
   LeaseManager(const LeaseManager&) = delete;
   LeaseManager& operator=(const LeaseManager&) = delete;
 
-  // Installs the proposal and tick hooks on the node's driver. Before the driver starts.
-  void Attach();
+  // The proposal stamp and the tick hook, for RaftDriver::Start().
+  [[nodiscard]] DriverHooks Hooks();
   // Fails every waiting keep-alive; later ones fail at once.
   void Stop();
 
@@ -99,7 +100,7 @@ class LeaseManager {
   [[nodiscard]] std::int64_t EstimateNowMs() const;
   [[nodiscard]] LeaseStats Stats() const;
   // Prometheus text for /metrics: the counters of LeaseStats, the cluster clock and the bounds.
-  void RenderMetrics(std::string* out) const;
+  void RenderMetrics(MetricsText& m) const;
   // The services count the grants and revokes they answer (not those forwarded to them, which the
   // forwarding member counts).
   void CountGrant();

@@ -32,8 +32,11 @@ class NodeContext {
   using WriteCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
   using ReadyCallback = std::function<void(const Status&)>;
 
+  // `peer_forwarder`: KV writes that reach a follower go to the leader over the peer link (null:
+  // every forwarded write goes to the leader's client endpoint). The context owns this member's
+  // space quota (config.SpaceQuotaBytes()); its periodic check runs between Start() and Stop().
   NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& store,
-              asio::thread_pool& read_pool);
+              asio::thread_pool& read_pool, PeerForwarder* peer_forwarder);
   ~NodeContext();
 
   // Proposes `request` when this node leads, forwards it to the leader when another node does
@@ -49,10 +52,10 @@ class NodeContext {
   // gRPC server's thread after a ReadIndex round.
   void ReadBarrier(bool serializable, ReadyCallback done, bool cheap = false);
 
-  // Before any Write: KV writes are then forwarded over the peer link. Not owned.
-  void SetPeerForwarder(PeerForwarder* forwarder) { peer_forwarder_ = forwarder; }
-  // Before any Write: requests that need space pass its Admit(). Not owned.
-  void SetSpaceQuota(SpaceQuota* quota) { space_quota_ = quota; }
+  // The space quota's periodic check (it needs the read pool running). Stop() before the pool is
+  // joined; idempotent.
+  void Start();
+  void Stop();
 
   void FillHeader(etcdserverpb::ResponseHeader* header) const;
 
@@ -68,6 +71,7 @@ class NodeContext {
   [[nodiscard]] asio::thread_pool& read_pool() { return read_pool_; }
   // Where this node's own gRPC client calls complete (opened by the running rpc::Server).
   [[nodiscard]] rpc::ClientQueue& client_queue() { return *client_queue_; }
+  [[nodiscard]] SpaceQuota& space_quota() { return *space_quota_; }
 
  private:
   void WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
@@ -79,9 +83,9 @@ class NodeContext {
   asio::thread_pool& read_pool_;
   std::unique_ptr<rpc::ClientQueue> client_queue_;  // before forwarder_, which uses it
   std::unique_ptr<LeaderForwarder> forwarder_;
-  PeerForwarder* peer_forwarder_ = nullptr;
-  SpaceQuota* space_quota_ = nullptr;
+  PeerForwarder* const peer_forwarder_;
   asio::steady_timer::executor_type timer_executor_;
+  std::unique_ptr<SpaceQuota> space_quota_;  // last: it uses the context
 };
 
 }  // namespace epoch::server

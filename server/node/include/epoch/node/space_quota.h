@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "epoch/etcd_errors.h"
+#include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
 #include "epoch/node/periodic_task.h"
 
@@ -49,6 +50,8 @@ class SpaceQuota {
   [[nodiscard]] std::int64_t quota_bytes() const { return quota_bytes_; }
   // The store's size, sampled at most every 100 ms.
   std::int64_t SizeBytes();
+  // The quota's part of /metrics: the store's size and the quota.
+  void RenderMetrics(MetricsText& m);
 
  private:
   void Check();

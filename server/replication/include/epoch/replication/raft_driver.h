@@ -31,6 +31,7 @@
 #include <span>
 #include <vector>
 
+#include "epoch/metrics_text.h"
 #include "epoch/raft/node.h"
 #include "epoch/replication/durable_log.h"
 #include "epoch/replication/state_machine.h"
@@ -58,6 +59,19 @@ class SnapshotHooks {
   virtual Status InstallSnapshot(const raft::SnapshotMeta& meta) = 0;
   // After each Advance: log compaction (DurableLog::Compact) when the log grew enough.
   virtual void AfterAdvance(const raft::Ready& ready, const raft::Node& node) = 0;
+};
+
+// What the layers above plug into the driver, handed over once at Start(); every hook runs on
+// the strand. Absent hooks are skipped.
+struct DriverHooks {
+  // Snapshots. Without them, kInstallSnapshot is sent as a plain message and a received snapshot
+  // is fatal (driver tests).
+  SnapshotHooks* snapshots = nullptr;
+  // Sees every proposal just before it is serialized into the log (the lease manager stamps the
+  // leader's cluster clock, docs/timing-and-safety.md, and picks lease IDs).
+  std::function<void(v1::InternalRequest&)> stamp;
+  // Runs after every tick.
+  std::function<void()> on_tick;
 };
 
 struct RaftDriverOptions {
@@ -102,7 +116,8 @@ class RaftDriver {
   RaftDriver(const RaftDriver&) = delete;
   RaftDriver& operator=(const RaftDriver&) = delete;
 
-  void Start();
+  // Starts ticking with `hooks` in place: nothing reaches a hook before this.
+  void Start(DriverHooks hooks = {});
   // Stops ticking and fails every waiting proposal and read with Unavailable.
   void Stop();
 
@@ -115,20 +130,12 @@ class RaftDriver {
   void Unreachable(NodeId peer);
   // Runs `fn` on the driver's strand (e.g. a read of the state machine between applies).
   void Post(std::function<void()> fn);
-  // Before Start(). Without hooks, kInstallSnapshot is sent as a plain message and a received
-  // snapshot is fatal (driver tests).
-  void SetSnapshotHooks(SnapshotHooks* hooks) { snapshot_hooks_ = hooks; }
   // Thread-safe: the snapshot transfer to `peer` finished (ok) or failed.
   void ReportSnapshot(NodeId peer, bool ok);
-  // Lease hooks (server/lease/include/epoch/lease/lease_manager.h), set before Start(); both run on
-  // the strand. `stamp` sees every proposal just before it is serialized into the log (the leader
-  // stamps its cluster clock, DESIGN.md §4, and picks lease IDs); `on_tick` runs after every tick.
-  void SetProposalHook(std::function<void(v1::InternalRequest&)> stamp) {
-    stamp_hook_ = std::move(stamp);
-  }
-  void SetTickHook(std::function<void()> on_tick) { tick_hook_ = std::move(on_tick); }
 
   [[nodiscard]] DriverStatus status() const;
+  // The driver's part of /metrics: term, role, indexes, the adaptive timeout, proposals, reads.
+  void RenderMetrics(MetricsText& m) const;
   [[nodiscard]] NodeId id() const { return options_.raft.id; }
 
   // Thread-safe and without the strand: true when a linearizable read may be served from the
@@ -177,11 +184,8 @@ class RaftDriver {
   DurableLog& log_;
   StateMachine& state_machine_;
   MessageSender& sender_;
-  SnapshotHooks* snapshot_hooks_ = nullptr;  // set before Start(), then read on the strand only
+  DriverHooks hooks_;  // set by Start(), then read on the strand only
   std::unique_ptr<raft::Node> node_;
-
-  std::function<void(v1::InternalRequest&)> stamp_hook_;  // set before Start()
-  std::function<void()> tick_hook_;                       // set before Start()
 
   // --- Strand-only state. ---
   bool stopped_ = false;

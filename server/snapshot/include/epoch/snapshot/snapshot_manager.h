@@ -32,6 +32,7 @@
 #include <string>
 #include <thread>
 
+#include "epoch/metrics_text.h"
 #include "epoch/replication/durable_log.h"
 #include "epoch/replication/raft_driver.h"
 #include "epoch/snapshot/snapshot_archive.h"
@@ -67,15 +68,19 @@ class SnapshotManager final : public SnapshotHooks {
   using FrameSender = std::function<void(NodeId peer, std::string frame)>;
   using ArchiveCallback = std::function<void(Result<std::shared_ptr<SnapshotArchiveStream>>)>;
 
+  // Transfers, assembly and compaction flushes run on `io` (one thread: the node's snapshot
+  // loop, server/daemon/src/executors.h).
   SnapshotManager(SnapshotOptions options, NodeId self, std::uint64_t cluster_id, std::string root,
-                  KvStore& store, DurableLog& log, RaftDriver& driver, FrameSender send_frame);
+                  KvStore& store, DurableLog& log, RaftDriver& driver, asio::io_context& io,
+                  FrameSender send_frame);
   ~SnapshotManager() override;
   SnapshotManager(const SnapshotManager&) = delete;
   SnapshotManager& operator=(const SnapshotManager&) = delete;
 
-  // Empties the snapshot directory and starts the I/O thread.
+  // Empties the snapshot directory and schedules housekeeping on the I/O loop.
   [[nodiscard]] Status Start();
-  // Stops the I/O thread; running transfers are abandoned (the peers time out). Idempotent.
+  // After the I/O loop has stopped: abandons running transfers (the peers time out) and removes
+  // assembled images not yet installed. Idempotent.
   void Stop();
 
   // A frame for which IsSnapshotTraffic() holds, from the transport (any thread).
@@ -86,9 +91,9 @@ class SnapshotManager final : public SnapshotHooks {
   void OpenArchive(ArchiveCallback done);
 
   // Runs on the strand after an image replaced the state machine (watch and lease bookkeeping
-  // that caches store state must resynchronise). Set before the driver starts.
-  void SetInstalledCallback(std::function<void(const raft::SnapshotMeta&)> callback) {
-    on_installed_ = std::move(callback);
+  // that caches store state must resynchronise). Subscribed before the driver starts.
+  void AddInstalledHook(std::function<void(const raft::SnapshotMeta&)> hook) {
+    on_installed_.push_back(std::move(hook));
   }
 
   // SnapshotHooks (driver strand).
@@ -97,6 +102,8 @@ class SnapshotManager final : public SnapshotHooks {
   void AfterAdvance(const raft::Ready& ready, const raft::Node& node) override;
 
   [[nodiscard]] SnapshotStats stats() const;
+  // The snapshots' part of /metrics: transfers, installs, log compactions, the log's first index.
+  void RenderMetrics(MetricsText& m) const;
 
  private:
   struct Outgoing {
@@ -129,12 +136,10 @@ class SnapshotManager final : public SnapshotHooks {
   DurableLog& log_;
   RaftDriver& driver_;
   FrameSender send_frame_;
-  std::function<void(const raft::SnapshotMeta&)> on_installed_;
+  std::vector<std::function<void(const raft::SnapshotMeta&)>> on_installed_;
 
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  asio::io_context& io_;
   asio::steady_timer housekeeping_;
-  std::thread thread_;
   std::atomic<bool> running_{false};
   std::atomic<std::uint64_t> next_transfer_id_{1};
 

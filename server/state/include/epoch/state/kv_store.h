@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch/metrics_text.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
@@ -209,6 +210,8 @@ class KvStore {
     std::size_t revisions = 0;
   };
   [[nodiscard]] IndexSize IndexSizeNow() const;
+  // The store's part of /metrics: revision, alarms, the in-memory index.
+  void RenderMetrics(MetricsText& m) const;
 
   // Meta values persisted with every write batch. Applier-owned; readers copy it under mu_.
   struct Meta {
