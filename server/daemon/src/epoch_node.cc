@@ -363,7 +363,7 @@ Status EpochNode::Impl::StartNetwork() {
                              grpc::InsecureServerCredentials(), &extra_ports[i]);
   }
   // etcdctl pings every 2 s (keepalive-time) even without calls; gRPC's default policy would
-  // answer GOAWAY "too_many_pings" (the k3s/kine bug in etcd-v3-wire.md §2a).
+  // answer GOAWAY "too_many_pings" (docs/etcd-compatibility.md §5).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

@@ -40,7 +40,7 @@ constexpr char kHistoryFamily[] = "history";
 
 rocksdb::WriteOptions NoWalWrite() {
   rocksdb::WriteOptions wo;
-  // The Raft WAL is the durability source (DESIGN.md §6); RocksDB's own WAL stays off.
+  // The Raft WAL is the durability source (docs/formats.md §3); RocksDB's own WAL stays off.
   wo.disableWAL = true;
   return wo;
 }

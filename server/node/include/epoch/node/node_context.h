@@ -1,6 +1,6 @@
 // NodeContext: what every gRPC service of one node shares — the driver, the store, the
 // configuration, the write path (propose here or forward to the leader) and the read path
-// (linearizable or serializable). Services are thin adapters over it (CONVENTIONS.md).
+// (linearizable or serializable). Services are thin adapters over it (docs/conventions.md §2).
 //
 // Threading: all methods are thread-safe. Completion callbacks run on the driver's strand, on a
 // read-pool thread or on a gRPC client thread; they must not block.

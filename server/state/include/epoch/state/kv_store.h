@@ -1,5 +1,5 @@
 // KvStore: Epoch's replicated state machine — etcd's MVCC key space, the lease table, the cluster
-// clock and the idempotency table — on RocksDB (DESIGN.md §6, etcd-v3-wire.md §2c).
+// clock and the idempotency table — on RocksDB (docs/formats.md §3, docs/etcd-compatibility.md §3).
 //
 // Who calls it: the Raft driver applies committed entries with Apply()/ApplyBatch() in log order;
 // gRPC handlers read with Range()/ReadOnlyTxn(); Watch reads history with ReadEvents(); snapshots
