@@ -257,8 +257,8 @@ void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
 Status EpochNode::Impl::StartNetwork() {
   // Name the read pool's threads: one task per thread, each holding its thread until all ran.
   // The latch is shared: a task may still be inside arrive_and_wait() after this function has
-  // returned (a latch on this stack once left a read thread waiting on a dead frame, and the
-  // node's shutdown hung joining it).
+  // returned (a latch on this stack would leave a read thread waiting on a dead frame, and the
+  // node's shutdown would hang joining it).
   auto named = std::make_shared<std::latch>(kReadThreads + 1);
   for (int i = 0; i < kReadThreads; ++i) {
     asio::post(read_pool_, [named] {

@@ -19,7 +19,7 @@ namespace epoch::raft {
 class Logger;
 
 struct Config {
-  // Deliberate bugs for the simulator's self-test (issue 3: "the checkers must be able to fail").
+  // Deliberate bugs for the simulator's self-test (the checkers must be able to fail).
   // All false in production; Validate() does not look at them. Each one breaks exactly one
   // safety rule, named in its comment, and is exercised by a unit test showing that it changes
   // behaviour.

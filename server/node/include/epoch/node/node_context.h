@@ -56,7 +56,7 @@ class NodeContext {
 
   void FillHeader(etcdserverpb::ResponseHeader* header) const;
 
-  // A member's client URLs: what it published (src/published_members.h), else its
+  // A member's client URLs: what it published (epoch/state/published_members.h), else its
   // --initial-cluster-clients entry as "http://host:port", else none (not published yet).
   [[nodiscard]] std::vector<std::string> ClientUrlsOf(const MemberInfo& member) const;
   // "host:port" to dial member `id`'s client endpoint (its first client URL), "" if unknown.

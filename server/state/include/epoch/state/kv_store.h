@@ -11,9 +11,10 @@
 // only when RocksDB flushes its memtable: the driver must not discard Raft log entries above the
 // index returned by Flush() (or contained in a checkpoint).
 //
-// Threading: one applier thread calls the mutating methods (Apply*, Flush, CreateCheckpoint).
-// Any number of threads may call the const read methods concurrently with it; each read sees one
-// consistent applied state (a RocksDB snapshot taken together with the revision it belongs to).
+// Threading: one applier thread calls the mutating methods (Apply*, CreateCheckpoint); Flush() may
+// run on any thread. Any number of threads may call the const read methods concurrently with it;
+// each read sees one consistent applied state (a RocksDB snapshot taken together with the revision
+// it belongs to).
 #pragma once
 
 #include <atomic>
