@@ -9,7 +9,7 @@ if(EPOCH_CCACHE)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${EPOCH_CCACHE})
 endif()
 
-# Assertions stay on in every build type (CONVENTIONS.md: TigerStyle); never define NDEBUG.
+# Assertions stay on in every build type (docs/conventions.md §4); never define NDEBUG.
 foreach(cfg RELEASE RELWITHDEBINFO MINSIZEREL)
   string(REPLACE "-DNDEBUG" "" CMAKE_CXX_FLAGS_${cfg} "${CMAKE_CXX_FLAGS_${cfg}}")
   string(REPLACE "-DNDEBUG" "" CMAKE_C_FLAGS_${cfg} "${CMAKE_C_FLAGS_${cfg}}")

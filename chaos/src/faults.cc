@@ -48,8 +48,8 @@ Result<double> MeasureFailover(client::Client& prober, std::chrono::steady_clock
   return Status::Timeout("no write succeeded within 15 s of the leader kill");
 }
 
-// A failover slower than the p99 target keeps every node's log tail next to the
-// cluster directory (which is removed when the round passes), for the lead to read.
+// A failover slower than the p99 target (450 ms) keeps every node's log tail next to the
+// cluster directory (which is removed when the round passes), for an engineer to read.
 constexpr double kSlowFailoverMs = 450;
 
 void KeepSlowFailoverLogs(test::TestCluster& tc, int killed, double ms,

@@ -1,4 +1,5 @@
-// put, get, del, compaction: etcdctl's flags and output over Client (etcd-v3-wire.md §2a).
+// put, get, del, compaction: etcdctl's flags and output over Client
+// (docs/etcd-compatibility.md §2).
 #include <fmt/format.h>
 
 #include <iostream>

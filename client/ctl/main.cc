@@ -1,4 +1,4 @@
-// epochctl: the admin CLI of Epoch (issue 8), etcdctl-style, on epoch::client::Client.
+// epochctl: the admin CLI of Epoch, etcdctl-style, on epoch::client::Client.
 // Parsing is CLI11's; each subcommand runs inside its callback and reports through Ctl. Errors
 // print one line "Error: <reason>" on stderr and exit non-zero.
 //

@@ -1,6 +1,6 @@
 // How the client reads a failed gRPC call: the epoch::Status it becomes, and what a retry loop
 // may do next. etcd servers (and Epoch, which keeps etcd's codes and texts) signal most
-// conditions by message string (etcd-v3-wire.md §2c.8), so classification looks at both.
+// conditions by message string (docs/etcd-compatibility.md §3.6), so classification looks at both.
 //
 // Private to client/. Threading: pure functions.
 #pragma once

@@ -1,4 +1,4 @@
-// RAFT_ASSERT: the core's check for impossible states (CONVENTIONS.md "Errors"). On in every build
+// RAFT_ASSERT: the core's check for impossible states (docs/conventions.md §4). On in every build
 // type; on failure it prints the node, its term, the location and a message, then aborts. Expected
 // outcomes (stale terms, dropped proposals) are return values, never assertions.
 //

@@ -7,8 +7,8 @@
 namespace epoch::raft {
 
 std::int64_t Config::MaxSafeLeaseTicks() const {
-  // DESIGN.md §4: lease <= floor / (1 + ρ) - ε. The follower's clock may run up to (1 + ρ) times
-  // faster than the leader's, and ε (>= 1 tick) absorbs tick quantization.
+  // raft/DESIGN.md §4: lease <= floor / (1 + ρ) - ε. The follower's clock may run up to (1 + ρ)
+  // times faster than the leader's, and ε (>= 1 tick) absorbs tick quantization.
   const double bound = static_cast<double>(election_timeout_min_ticks) / (1.0 + max_clock_drift);
   return static_cast<std::int64_t>(std::floor(bound)) - lease_margin_ticks;
 }

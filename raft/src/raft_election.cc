@@ -72,8 +72,8 @@ bool Raft::ShouldWithholdVote(const Message& m) const {
   // request, while the leader we heard still holds its lease (sim seed 2122).
   if (m.term < term_ || (m.term == term_ && (leader_ != kNoNode || vote_ == m.from))) return false;
   if (role_ == Role::kLeader) return true;
-  // DESIGN.md §4: the leader lease assumes no voter helps elect a new leader within the election
-  // floor after it heard from the current one.
+  // raft/DESIGN.md §4: the leader lease assumes no voter helps elect a new leader within the
+  // election floor after it heard from the current one.
   return ticks_since_leader_contact_ < config_.election_timeout_min_ticks;
 }
 
@@ -204,7 +204,7 @@ void Raft::HeardFromLeader(NodeId leader) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Adaptive election timeout (DESIGN.md §3): drawn from [T, T + jitter), floor <= T <= cap.
+// Adaptive election timeout (raft/DESIGN.md §3): drawn from [T, T + jitter), floor <= T <= cap.
 
 void Raft::RedrawElectionTimeout() {
   randomized_election_timeout_ = timeout_base_ + rng_.Uniform(config_.election_jitter_ticks);

@@ -1,4 +1,4 @@
-// Linearizable reads: ReadIndex (dissertation §6.4) and the leader lease (§6.4.1, DESIGN.md §4).
+// Linearizable reads (raft/DESIGN.md §4): ReadIndex (dissertation §6.4), leader lease (§6.4.1).
 #include <algorithm>
 
 #include "quorum.h"

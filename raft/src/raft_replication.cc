@@ -265,8 +265,8 @@ void Raft::CheckDurabilityStall() {
     return;
   }
   if (++durability_stall_elapsed_ < config_.durability_stall_ticks) return;
-  // DESIGN.md §3: leadership follows durable progress. A leader whose WAL cannot sync keeps
-  // followers from electing a healthy node while committing nothing itself.
+  // Leadership follows durable progress (docs/timing-and-safety.md §6). A leader whose WAL cannot
+  // sync keeps followers from electing a healthy node while committing nothing itself.
   Log(LogLevel::kWarning, "own log not durable past {} for {} ticks (last {}): stepping down",
       SelfProgress().match, durability_stall_elapsed_, log_.LastIndex());
   BecomeFollower(term_, kNoNode);

@@ -1,7 +1,7 @@
 // Leader-side bookkeeping for linearizable reads (Raft dissertation §6.4) and the leader lease:
 //   - HeartbeatRounds numbers each broadcast round and remembers the tick it was sent at, so an
-//     acknowledged round both confirms leadership (ReadIndex) and starts a lease (DESIGN.md §4:
-//     lease start = SEND time of the acknowledged round);
+//     acknowledged round both confirms leadership (ReadIndex) and starts a lease (raft/DESIGN.md
+//     §4: lease start = SEND time of the acknowledged round);
 //   - ReadOnly queues ReadIndex requests until a round sent after them is acknowledged by a
 //     quorum (requests made before the same round share it), and holds requests that arrive
 //     before the leader has committed an entry of its term.

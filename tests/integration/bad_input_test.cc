@@ -152,7 +152,7 @@ std::string BigEndian(std::uint64_t v, int bytes) {
   return out;
 }
 
-// A peer frame: 4-byte big-endian length, then the payload (server/peer_transport.h).
+// A peer frame: 4-byte big-endian length, then the payload (epoch/peer/peer_transport.h).
 std::string Framed(const std::string& payload) { return BigEndian(payload.size(), 4) + payload; }
 
 // The transport's hello payload: magic, cluster id, sender id (server/peer/src/peer_transport.cc).

@@ -1,6 +1,7 @@
-// etcdctl 3.4 against a real 3-node cluster: put, get with each flag of etcd-v3-wire.md §2a,
-// del, txn -i from stdin, compaction. Outputs are checked line by line (simple format) or parsed
-// (-w json). What etcdctl 3.4 cannot send (count_only, min/max filters) goes through a gRPC stub.
+// etcdctl 3.4 against a real 3-node cluster: put, get with each flag of docs/etcd-compatibility.md
+// §2, del, txn -i from stdin, compaction. Outputs are checked line by line (simple format) or
+// parsed (-w json). What etcdctl 3.4 cannot send (count_only, min/max filters) goes through a gRPC
+// stub.
 #include <fmt/format.h>
 
 #include "epoch/etcd_errors.h"

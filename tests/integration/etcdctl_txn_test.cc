@@ -84,7 +84,7 @@ TEST_CASE("etcdctl txn -i runs the failure branch when a compare fails",
   CHECK(MustRange(*cluster, 0, "other").kvs_size() == 0);
 
   // On an absent key CREATE compares against 0 and a VALUE compare always fails
-  // (etcd-v3-wire.md §2c.3) — the lock primitive depends on the first.
+  // (docs/etcd-compatibility.md §3.2) — the lock primitive depends on the first.
   CHECK(TxnOutput(Txn(*cluster, "create(\"absent\") = \"0\"\n\nput t/c 1\n\n\n")) ==
         Lines_{"SUCCESS", "OK"});
   CHECK(TxnOutput(Txn(*cluster, "value(\"absent\") != \"x\"\n\nput t/v 1\n\n\n")) ==

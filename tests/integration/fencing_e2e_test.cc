@@ -1,4 +1,4 @@
-// Fencing end to end (issue 6, DESIGN.md intro): two lock holder processes (fencing_holder.cc)
+// Fencing end to end (docs/architecture.md §1): two lock holder processes (fencing_holder.cc)
 // write to one SQLite row guarded by their fencing tokens. Holder 1 takes the lock, then is
 // SIGSTOPped past its lease TTL; holder 2 gets the lock once the cluster expires holder 1's lease,
 // and writes; holder 1 is SIGCONTed and writes as if it still held the lock — the database

@@ -1,4 +1,4 @@
-// etcdctl 3.4 lease commands against a real 3-node cluster (etcd-v3-wire.md §2a): grant,
+// etcdctl 3.4 lease commands against a real 3-node cluster (docs/etcd-compatibility.md §2): grant,
 // keep-alive, timetolive --keys, list, revoke — through the leader and through a follower (which
 // forwards grants, revokes and keep-alives to the leader) — and keys attached with put --lease
 // disappearing at expiry, all in one revision.

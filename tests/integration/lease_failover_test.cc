@@ -1,4 +1,4 @@
-// Leases across a leader failover, with real processes (issue 6): SIGKILL the leader while a
+// Leases across a leader failover, with real processes: SIGKILL the leader while a
 // keep-alive stream runs through a follower — the kept lease survives and its stream goes on; a
 // lease nobody renews keeps its deadline on the replicated cluster clock: its remaining TTL after
 // the failover is what it was, minus the time that passed, plus at most the published bound

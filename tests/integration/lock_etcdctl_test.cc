@@ -1,8 +1,9 @@
-// etcdctl 3.4 `lock` and `elect` against a real 3-node cluster (etcd-v3-wire.md §2a: both are the
-// clientv3 concurrency recipes over KV, Lease and Watch): the locked command gets ETCD_LOCK_KEY and
-// ETCD_LOCK_REV; concurrent holders never overlap and their revisions grow in holding order;
-// `etcdctl lock` and the server-side Lock service exclude each other; `elect` campaigns, a second
-// candidate takes over when the first resigns (SIGINT), `elect -l` observes both and a Proclaim.
+// etcdctl 3.4 `lock` and `elect` against a real 3-node cluster (docs/etcd-compatibility.md §2: both
+// are the clientv3 concurrency recipes over KV, Lease and Watch): the locked command gets
+// ETCD_LOCK_KEY and ETCD_LOCK_REV; concurrent holders never overlap and their revisions grow in
+// holding order; `etcdctl lock` and the server-side Lock service exclude each other; `elect`
+// campaigns, a second candidate takes over when the first resigns (SIGINT), `elect -l` observes
+// both and a Proclaim.
 #include <fmt/format.h>
 
 #include <csignal>

@@ -1,4 +1,4 @@
-// Watch through etcdctl 3.4 against a real 3-node cluster (issue 6): history replay with --rev,
+// Watch through etcdctl 3.4 against a real 3-node cluster: history replay with --rev,
 // --prefix and --prev-kv; live events; the compacted-start cancel; the hasleader metadata when
 // quorum is lost; and a watch resumed at last+1 on another member after the leader it was
 // watching is SIGKILLed under write load — nothing lost, nothing seen twice.

@@ -13,7 +13,7 @@
 //     survives any crash pattern; checked after every step and at every crash);
 //   - lease safety: no node serves a lease read, or even holds a valid lease, at term t once an
 //     entry of a term > t is known committed (the old leader's lease must end before a newer
-//     leader can commit: DESIGN.md §4).
+//     leader can commit: docs/timing-and-safety.md §5.2).
 // "Known committed" means some node's commit index covered it when that node handed out a Ready;
 // an observation by a node in term T proves the entry was committed in a term <= T.
 //

@@ -93,7 +93,7 @@ TEST_CASE("mutation apply_before_durable is caught", "[sim][mutation]") {
 }
 
 // Failover in simulated time (deterministic): leader crash -> a new leader committed in its term,
-// at the core's default timing on a quiet LAN. Goal of issue 3: p99 < 450 ms, p50 < 250 ms.
+// at the core's default timing on a quiet LAN. The goal: p99 < 450 ms, p50 < 250 ms.
 TEST_CASE("failover after a leader crash is fast", "[sim][failover]") {
   for (int nodes : {3, 5}) {
     FailoverStats stats = MeasureFailover(nodes, 200, 1);

@@ -1,5 +1,5 @@
 // StrongInt: an integer with a type of its own, so that a Term cannot be passed where a LogIndex is
-// expected (CONVENTIONS.md, "Strong types"). Header-only; used by every module.
+// expected (docs/conventions.md §3). Header-only; used by every module.
 //
 // Each strong type is declared by a tag struct. The tag chooses the representation and which
 // arithmetic is meaningful:
@@ -125,7 +125,7 @@ using LeaseId = StrongInt<LeaseIdTag>;
 using FencingToken = StrongInt<FencingTokenTag>;
 
 // The one sanctioned conversion between strong types: a lock key's create_revision *is* the
-// fencing token of its holder (DESIGN.md §5).
+// fencing token of its holder (docs/timing-and-safety.md §9).
 constexpr FencingToken FencingTokenFromRevision(Revision create_revision) {
   return FencingToken(create_revision.value());
 }

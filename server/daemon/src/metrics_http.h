@@ -1,6 +1,6 @@
 // MetricsHttp: a minimal HTTP/1.0 endpoint for /metrics (Prometheus text), /health and /ready
-// (DESIGN.md §8). One request per connection; anything else gets 404. It exists so operators and
-// load balancers can probe a node without a gRPC client.
+// (docs/architecture.md §8). One request per connection; anything else gets 404. It exists so
+// operators and load balancers can probe a node without a gRPC client.
 //
 // Threading: runs on the io_context it is given; the content providers are called there and must
 // be thread-safe.

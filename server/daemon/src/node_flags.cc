@@ -33,7 +33,7 @@ Status CheckAdvertised(std::string_view flag, const std::string& text, const Hos
 
 // Without --initial-cluster-clients (etcd's way), this member's client address is the first of
 // --advertise-client-urls, else of --listen-client-urls; the others' come from their
-// publications (src/member_publisher.h).
+// publications (epoch/node/member_publisher.h).
 Status SetOwnClientAddress(const NodeFlags& f, NodeConfig* c) {
   HostPort own = c->listen_client;
   if (!f.advertise_client.empty()) {

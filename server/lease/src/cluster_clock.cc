@@ -54,7 +54,8 @@ bool ClusterClock::MaybeStart(LogIndex applied, std::int64_t applied_cluster_ms,
   }
   ObserveApplied(applied_cluster_ms, now);
   // Everything an earlier leader could have committed is applied, so the applied clock is the
-  // largest stamp that can ever be committed before ours: continue from there (DESIGN.md §4).
+  // largest stamp that can ever be committed before ours: continue from there
+  // (docs/timing-and-safety.md §7).
   running_ = true;
   base_cluster_ms_ = applied_cluster_ms;
   base_time_ = now;

@@ -254,7 +254,7 @@ void LeaseManager::KeepAliveOnStrand(LeaseId id, bool forwarded, KeepAliveCallba
   const DriverStatus status = node_.driver().status();
   if (status.role == raft::Role::kLeader) {
     const TimePoint arrived = Now();
-    // Header first: the renewal must not be visible in it (etcd-v3-wire.md §2c.5).
+    // Header first: the renewal must not be visible in it (docs/etcd-compatibility.md §3.4).
     auto timed = [this, arrived, done = std::move(done)](const KeepAliveOutcome& out) {
       if (out.status.ok()) {
         auto us = std::chrono::duration_cast<std::chrono::microseconds>(Now() - arrived).count();

@@ -106,7 +106,7 @@ void RaftDriver::OnTick() {
 
 // The core's tick count must never fall behind the monotonic clock by more than a tick: the
 // leader lease is measured in ticks, so a leader whose loop was paused (SIGSTOP, a stall, a late
-// timer) would otherwise believe in a lease that expired in real time (DESIGN.md §4). Missed
+// timer) would otherwise believe in a lease that expired in real time (raft/DESIGN.md §4). Missed
 // ticks are therefore replayed before the timer's own tick and before every lease decision.
 // Replaying is capped: after max election timeout + jitter + 1 ticks every timer and the lease
 // have run out, and further ticks change nothing but would flood the peers with heartbeats.
@@ -171,8 +171,8 @@ void RaftDriver::ReadIndex(ReadCallback done) {
   asio::post(strand_, [this, done = std::move(done)]() mutable {
     if (stopped_) return done(Stopping());
     // Lease path without waiting for a Ready round trip (which may sit behind an fsync): while
-    // the lease is valid, the commit index is a safe read index (DESIGN.md §2). The tick count is
-    // brought up to date first, so a pause of this process cannot stretch the lease.
+    // the lease is valid, the commit index is a safe read index (raft/DESIGN.md §4). The tick
+    // count is brought up to date first, so a pause of this process cannot stretch the lease.
     CatchUpTicks();
     if (node_->LeaseValid()) {
       ++counters_.lease_reads;

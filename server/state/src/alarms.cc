@@ -33,7 +33,7 @@ std::size_t SpaceCost(const v1::InternalRequest& request) {
     case v1::InternalRequest::kPut: return request.put().ByteSizeLong() + kPutOverhead;
     case v1::InternalRequest::kTxn: return TxnCost(request.txn());
     case v1::InternalRequest::kLeaseGrant: return kLeaseOverhead;
-    // A job acquisition writes a key (fenced jobs are a later issue; refused until then).
+    // A job acquisition writes a key (job leases are refused at apply time: not served).
     case v1::InternalRequest::kJobAcquire: return request.ByteSizeLong() + kPutOverhead;
     case v1::InternalRequest::kDeleteRange:
     case v1::InternalRequest::kCompaction:

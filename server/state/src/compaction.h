@@ -1,4 +1,4 @@
-// Compaction of the MVCC history (etcd Compact; etcd-v3-wire.md §2c item 7).
+// Compaction of the MVCC history (etcd Compact; docs/etcd-compatibility.md §3.3).
 //
 // Compacting at revision C drops, for every key, each history entry with main revision <= C
 // except the key's last entry at or before C when that entry is a Put (the key's value as of C).

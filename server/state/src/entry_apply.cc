@@ -183,7 +183,7 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
       return Status::Ok();
     case InternalRequest::kJobAcquire:
     case InternalRequest::kJobRelease:
-      // Fenced job leases are a later issue; rejected deterministically until then.
+      // Fenced job leases are not served by the server; rejected deterministically.
       out->status = Status::FailedPrecondition("epoch: job leases are not implemented yet");
       return Status::Ok();
     case InternalRequest::REQUEST_NOT_SET: break;

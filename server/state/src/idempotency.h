@@ -1,8 +1,8 @@
-// The idempotency table (DESIGN.md §5): a write carrying an idempotency key is applied once; its
-// response (or deterministic error) is remembered until a deadline on the cluster clock, and a
-// retry with the same key within that time gets the remembered answer without being applied
-// again. Expired records are removed a few at a time as entries are applied, so the work per
-// entry stays bounded.
+// The idempotency table (docs/formats.md §3.1): a write carrying an idempotency key is applied
+// once; its response (or deterministic error) is remembered until a deadline on the cluster clock,
+// and a retry with the same key within that time gets the remembered answer without being applied
+// again. Expired records are removed a few at a time as entries are applied, so the work per entry
+// stays bounded.
 //
 // Thread-safety: applier thread only.
 #pragma once

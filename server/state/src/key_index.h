@@ -4,7 +4,7 @@
 //
 // Why in memory: kept in RocksDB (format 2's `i` table) each put wrote a third record on every
 // member, and every L0 → L1 compaction of the main column family rewrote all of them — about
-// 10 % of a put's server CPU in put-256 (bench/kv/PROFILE.md, session 12). The cost moves to
+// 10 % of a put's server CPU in put-256 (bench/kv/PROFILE.md). The cost moves to
 // startup: KvStore rebuilds the index from the revision records when it opens a store or
 // installs a snapshot (one sequential scan of the history family).
 //

@@ -1,6 +1,7 @@
 // etcd's KV write semantics — Put, DeleteRange, Txn — applied inside one WriteTxn
 // (etcd-io/etcd:etcdserver/apply.go Put, DeleteRange, Txn, checkRequestPut, checkRequestRange;
-// etcd-v3-wire.md §2c items 1–3). Requests are validated (kv_validation.h) before they get here.
+// docs/etcd-compatibility.md §3.1–3.2). Requests are validated (kv_validation.h) before they get
+// here.
 //
 // Response headers carry only the revision; the gRPC layer fills cluster, member and term.
 //   - Put: header.revision = the new revision; prev_kv on request. A Put with a lease requires the

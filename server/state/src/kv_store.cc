@@ -40,7 +40,7 @@ constexpr char kHistoryFamily[] = "history";
 
 rocksdb::WriteOptions NoWalWrite() {
   rocksdb::WriteOptions wo;
-  // The Raft WAL is the durability source (DESIGN.md §6); RocksDB's own WAL stays off.
+  // The Raft WAL is the durability source (docs/formats.md §3); RocksDB's own WAL stays off.
   wo.disableWAL = true;
   return wo;
 }
@@ -227,8 +227,8 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOp
   // (snappy by default) cost ~1 % of a put's server CPU for little space. A compressed bottommost
   // level cost more: a file can move down the levels without being rewritten only if its
   // compression matches the target level's, so every flushed history file (append-only keys,
-  // never overlapping) was rewritten just to snappy it, ~2 % of a put (bench/kv/PROFILE.md,
-  // session 12). etcd's bbolt does not compress either.
+  // never overlapping) would be rewritten just to snappy it, ~2 % of a put (bench/kv/PROFILE.md).
+  // etcd's bbolt does not compress either.
   opts.compression = rocksdb::kNoCompression;
   opts.bottommost_compression = rocksdb::kNoCompression;
   opts.avoid_flush_during_shutdown = options.skip_flush_on_close;

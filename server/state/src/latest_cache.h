@@ -4,7 +4,7 @@
 // ignore_lease needs only the lease — and no watcher that wants previous values) takes it from
 // here instead of reading
 // the latest table: one memtable search and one KeyValue parse fewer per put, on every member
-// (bench/kv/PROFILE.md, session 10: the read was 8-9 % of each member's CPU in put-256).
+// (bench/kv/PROFILE.md: the read was 8-9 % of each member's CPU in put-256).
 //
 // Invariant: an entry is present only if it equals the metadata of the key's record in the
 // latest table as the pending write batch sees it. So:

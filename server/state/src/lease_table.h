@@ -1,6 +1,7 @@
 // The lease table of the state machine: grant, revoke (deleting every attached key in one
-// revision), and renewal against the replicated cluster clock (DESIGN.md §4, etcd-v3-wire.md
-// §2c item 5). TTLs are milliseconds; the etcd API's seconds are converted by the gRPC layer.
+// revision), and renewal against the replicated cluster clock (docs/timing-and-safety.md §7,
+// docs/etcd-compatibility.md §3.4). TTLs are milliseconds; the etcd API's seconds are converted by
+// the gRPC layer.
 // Expiry is decided by the leader, which proposes a revoke for each lease whose deadline passed
 // on the cluster clock; this table only records deadlines.
 //

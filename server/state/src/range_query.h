@@ -1,5 +1,5 @@
 // etcd's Range semantics on top of the raw MVCC reads (etcd-io/etcd:etcdserver/apply.go Range,
-// mvcc/kvstore_txn.go rangeKeys; etcd-v3-wire.md §2c items 4 and 7):
+// mvcc/kvstore_txn.go rangeKeys; docs/etcd-compatibility.md §3.3):
 //   revision <= 0 reads the current revision; above it is "future", below the compact revision
 //   "compacted"; count_only returns only the count; with a sort or a min/max filter every key is
 //   fetched, filtered, sorted, and only then cut to `limit` (setting `more`); sort_order NONE

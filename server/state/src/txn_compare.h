@@ -1,5 +1,5 @@
 // Txn compares, as etcd evaluates them (etcd-io/etcd:etcdserver/apply.go applyCompare,
-// compareKV, compareToPath; etcd-v3-wire.md §2c item 3):
+// compareKV, compareToPath; docs/etcd-compatibility.md §3.2):
 //   - a compare covers one key or, with range_end, every live key in the range, and holds only
 //     if it holds for each of them;
 //   - on an absent key (or an empty range) CREATE/MOD/VERSION/LEASE compare against 0, and VALUE

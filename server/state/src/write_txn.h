@@ -1,5 +1,5 @@
 // WriteTxn: the writes of one applied entry. All of them share one new main revision
-// (begin + 1) and get sub-revisions 0, 1, ... in order (etcd-v3-wire.md §2c item 1); nothing
+// (begin + 1) and get sub-revisions 0, 1, ... in order (docs/etcd-compatibility.md §3.1); nothing
 // changes the revision unless at least one key is written. Each write updates, in the pending
 // batch: the revision record, the latest table and the lease attachments; stages the per-key
 // history entry in the KeyIndex; and records the event (with prev_kv, unless lazy: see

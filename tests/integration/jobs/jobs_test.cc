@@ -1,4 +1,4 @@
-// JobRunner and EpochJobLeases against a real 3-node epochd cluster (issue 7): SQLite and a real
+// JobRunner and EpochJobLeases against a real 3-node epochd cluster: SQLite and a real
 // PostgreSQL, a worker process paused past its lease whose late write is rejected, a poison job
 // dead-lettered after N epochs, and `etcdctl lock` excluding an Epoch Mutex on Epoch itself.
 #include <signal.h>

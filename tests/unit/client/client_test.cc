@@ -1,4 +1,4 @@
-// epoch::client::Client against a real etcd on loopback (the same code later talks to Epoch).
+// epoch::client::Client against a real etcd on loopback (the same code talks to Epoch).
 #include "epoch/client/client.h"
 
 #include <signal.h>

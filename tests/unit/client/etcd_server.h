@@ -1,5 +1,5 @@
 // EtcdServer / EtcdCluster: real etcd members on loopback as test peers for the gRPC client (the
-// same client later talks to Epoch unchanged). Each member gets a temp data dir and free ports,
+// same client talks to Epoch unchanged). Each member gets a temp data dir and free ports,
 // and is stopped by PID on destruction.
 //
 // A missing etcd binary or a member that does not come up throws std::runtime_error with the

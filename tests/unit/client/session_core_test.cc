@@ -1,4 +1,4 @@
-// SessionCore driven by a FakeClock: every timing rule of DESIGN.md §4 for workers, no sleeps.
+// SessionCore driven by a FakeClock: every timing rule of docs/timing-and-safety.md §8, no sleeps.
 #include "epoch/client/session_core.h"
 
 #include <catch2/catch.hpp>

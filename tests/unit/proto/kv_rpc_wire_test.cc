@@ -1,5 +1,5 @@
 // Wire checks for etcdserverpb KV messages against the field numbers in
-// shared/reference/etcd-v3-wire.md §2d. Each expected hex string is written by hand from the
+// docs/etcd-compatibility.md §4. Each expected hex string is written by hand from the
 // reference, field by field: a wrong field number or wire type changes a tag byte.
 #include <catch2/catch.hpp>
 

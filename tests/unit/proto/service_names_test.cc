@@ -1,6 +1,6 @@
 // The gRPC paths clients call are "/<package>.<Service>/<Method>". These tests read them from the
-// generated descriptors and compare with etcd's service list (etcd-v3-wire.md §2), including
-// which methods stream.
+// generated descriptors and compare with etcd's service list (docs/etcd-compatibility.md §1),
+// including which methods stream.
 #include <google/protobuf/descriptor.h>
 
 #include <algorithm>

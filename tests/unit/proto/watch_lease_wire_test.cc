@@ -1,5 +1,5 @@
 // Wire checks for Watch, Lease, Cluster, Maintenance, Lock and Election messages against the
-// field numbers in shared/reference/etcd-v3-wire.md §2d. Expected bytes are written by hand.
+// field numbers in docs/etcd-compatibility.md §4. Expected bytes are written by hand.
 #include <catch2/catch.hpp>
 
 #include "etcdserverpb/rpc.pb.h"

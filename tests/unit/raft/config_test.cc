@@ -1,4 +1,4 @@
-// Config::Validate: every timing rule of DESIGN.md §4 with the message it gives.
+// Config::Validate: every timing rule of docs/timing-and-safety.md §10 with the message it gives.
 #include "epoch/raft/config.h"
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
-// Elections beyond the paper: PreVote, CheckQuorum, vote withholding (DESIGN.md §3–4) and the
-// adaptive election timeout.
+// Elections beyond the paper: PreVote, CheckQuorum, vote withholding (docs/timing-and-safety.md §3)
+// and the adaptive election timeout.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <deque>

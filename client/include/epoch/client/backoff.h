@@ -1,4 +1,4 @@
-// Backoff: exponential backoff with full jitter for client retries (DESIGN.md §7).
+// Backoff: exponential backoff with full jitter for client retries (docs/architecture.md §9).
 //
 //   delay(attempt) = min(cap, base · 2^attempt) · u,   u uniform in [0.5, 1.5)
 //

@@ -1,5 +1,5 @@
 // epoch::client::Client: the etcd v3 API over gRPC, for Epoch clusters and — unchanged — for etcd
-// (DESIGN.md §5, §7). Requests and responses are the etcd wire messages themselves
+// (docs/architecture.md §9). Requests and responses are the etcd wire messages themselves
 // (etcdserverpb::RangeRequest, ...), so every field etcd offers is available.
 //
 // Endpoints and leader discovery. The client holds one channel per endpoint and sends to a
@@ -11,13 +11,13 @@
 // ClientOptions::call_timeout) that covers all its attempts and backoff sleeps, and may carry a
 // std::stop_token (e.g. a Session's): a stop request cancels the call in flight.
 //
-// Retries (etcd-v3-wire.md §2c.9). Idempotent calls — Range, LeaseRevoke, LeaseTimeToLive,
-// LeaseLeases, LeaseKeepAliveOnce, MemberList, EndpointStatus — are retried on UNAVAILABLE (and the
-// other transient failures of grpc_status.h) with exponential backoff and full jitter (Backoff).
-// Put, DeleteRange, Txn, Compact and LeaseGrant are sent again only when the server provably did
-// not act on them (the endpoint could not be connected, or it answered "not leader", "no leader"
-// or "too many requests"); once sent, any other failure is returned as OutcomeUnknown (errors.h),
-// never retried.
+// Retries (docs/etcd-compatibility.md §3.7). Idempotent calls — Range, LeaseRevoke,
+// LeaseTimeToLive, LeaseLeases, LeaseKeepAliveOnce, MemberList, EndpointStatus — are retried on
+// UNAVAILABLE (and the other transient failures of grpc_status.h) with exponential backoff and full
+// jitter (Backoff). Put, DeleteRange, Txn, Compact and LeaseGrant are sent again only when the
+// server provably did not act on them (the endpoint could not be connected, or it answered "not
+// leader", "no leader" or "too many requests"); once sent, any other failure is returned as
+// OutcomeUnknown (errors.h), never retried.
 //
 // Threading: all methods are thread-safe; a Client is meant to be shared. Streams returned by
 // OpenKeepAlive / OpenWatch belong to their caller (see streams.h).
@@ -52,7 +52,8 @@ struct ClientOptions {
   // Seeds the jitter of every retry loop (each call derives its own stream from it).
   std::uint64_t seed = 0x5eed;
   // HTTP/2 keepalive pings on idle connections. etcd rejects pings more frequent than 5 s
-  // (--grpc-keepalive-min-time), answering with GOAWAY too_many_pings (etcd-v3-wire.md §2a).
+  // (--grpc-keepalive-min-time), answering with GOAWAY too_many_pings
+  // (docs/etcd-compatibility.md §5).
   std::chrono::milliseconds keepalive_time{10'000};
   std::chrono::milliseconds keepalive_timeout{5000};
   // Streams carry `hasleader: true` so a member without a leader ends them (clientv3

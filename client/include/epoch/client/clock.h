@@ -2,7 +2,8 @@
 // machine, backoff sleeps and call deadlines can be driven by a test without real waiting.
 //
 // Who calls it: SessionCore reads Now(); Session and Client use SteadyClock. Tests use FakeClock.
-// Never a wall clock: safety decisions in Epoch use monotonic time only (DESIGN.md §4).
+// Never a wall clock: safety decisions in Epoch use monotonic time only
+// (docs/timing-and-safety.md).
 //
 // Threading: SteadyClock is stateless and thread-safe. FakeClock is thread-safe (an atomic), so a
 // test thread may advance it while another thread reads it.

@@ -1,6 +1,7 @@
-// Election: etcd's clientv3 `concurrency.Election` recipe over KV + Watch (etcd-v3-wire.md §2b),
-// so `etcdctl elect` and an Epoch client campaign for the same election. For election name N
-// the prefix is P = N + "/" and a candidate's key is P + hex(lease ID):
+// Election: etcd's clientv3 `concurrency.Election` recipe over KV + Watch
+// (docs/etcd-compatibility.md §3.9), so `etcdctl elect` and an Epoch client campaign for the same
+// election. For election name N the prefix is P = N + "/" and a candidate's key is
+// P + hex(lease ID):
 //
 //   Campaign(value): Txn{ if CREATE(K) == 0 then Put(K, value, lease) else Range(K) };
 //     rev = header.revision (created) or K's create_revision; a different stored value is

@@ -1,4 +1,5 @@
-// Fencing adapters: the resource-side half of Epoch's fencing contract (DESIGN.md, intro; §7).
+// Fencing adapters: the resource-side half of Epoch's fencing contract
+// (docs/timing-and-safety.md §9).
 //
 // A worker that holds a lock or job lease has a FencingToken (the lock key's create_revision,
 // strictly increasing across holders). Every write it makes to the protected database goes

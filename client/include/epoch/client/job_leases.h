@@ -1,5 +1,5 @@
 // EpochJobLeases: job leases on an Epoch (or etcd) cluster — the job's Mutex, the per-job epoch
-// count and dead-letter routing (DESIGN.md §5 "fenced job leases", issue 7). Key layout: job.h
+// count and dead-letter routing (docs/architecture.md §9). Key layout: job.h
 // (JobKeys) and client/README.md.
 //
 // Acquisition, in two cluster writes:

@@ -1,4 +1,4 @@
-// JobRunner: one multi-stage job as a deterministic state machine (DESIGN.md §7, issue 7).
+// JobRunner: one multi-stage job as a deterministic state machine (docs/architecture.md §9).
 //
 //   acquire ──► resume ──► check ──► work ──► commit ──► (next stage: check) ... ──► complete
 //      │           │         │         │         │

@@ -1,6 +1,6 @@
 // Mutex: a distributed lock that follows etcd's clientv3 `concurrency.Mutex` recipe exactly
-// (etcd-v3-wire.md §2b), so a Go clientv3 worker, `etcdctl lock` and an Epoch worker exclude each
-// other on the same lock name — and that hands out the fencing token explicitly.
+// (docs/etcd-compatibility.md §3.9), so a Go clientv3 worker, `etcdctl lock` and an Epoch worker
+// exclude each other on the same lock name — and that hands out the fencing token explicitly.
 //
 // Recipe, for lock name N with prefix P = N + "/" and own key K = P + hex(lease ID):
 //   1. Txn{ if CREATE(K) == 0 then Put(K, "", lease), Range(P, prefix, first-create)
@@ -14,10 +14,10 @@
 //      #11456); etcd 3.4's client lacks this check.
 //   Unlock = DeleteRange(K). TryLock = steps 1–3, and on failure delete K and report "locked".
 //
-// The fencing token is my_rev, K's create_revision: strictly increasing for successive holders
-// of one lock, stable across leader changes (DESIGN.md §5). Carry it into every guarded write
-// (fencing.h). Holding the lock proves nothing by itself once the lease may have expired; the
-// token checked by the resource is what makes a late write harmless.
+// The fencing token is my_rev, K's create_revision: strictly increasing for successive holders of
+// one lock, stable across leader changes (docs/timing-and-safety.md §9). Carry it into every
+// guarded write (fencing.h). Holding the lock proves nothing by itself once the lease may have
+// expired; the token checked by the resource is what makes a late write harmless.
 //
 // Threading: a Mutex is used by one thread at a time; different Mutex objects (even for the same
 // lock name and lease) may be used concurrently. Lock() may be cancelled from another thread

@@ -1,7 +1,7 @@
 // Session: a lease kept alive in the background, and the worker's conservative view of it
-// (DESIGN.md §7). The timing rules live in SessionCore (session_core.h); Session is its driver:
-// it grants the lease, renews it every TTL/3 on a keep-alive stream, re-opens the stream with
-// backoff when it breaks, and feeds every send and reply to the core.
+// (docs/architecture.md §9). The timing rules live in SessionCore (session_core.h); Session is its
+// driver: it grants the lease, renews it every TTL/3 on a keep-alive stream, re-opens the stream
+// with backoff when it breaks, and feeds every send and reply to the core.
 //
 //   auto session = Session::Create(client, options);
 //   Mutex mutex(client, **session, "jobs/42");

@@ -3,7 +3,7 @@
 // No threads, no sockets: time comes from the injected Clock, I/O is done by the caller (Session,
 // or a test), which reports what it sent and what came back.
 //
-// Timing rules (DESIGN.md §4, landscape.md §4.3):
+// Timing rules (docs/timing-and-safety.md §8):
 //   - A renewal (keep-alive) is due every TTL/3, measured from the previous send.
 //   - Validity is measured from the SEND time of the last acknowledged renewal, never from the
 //     receive time of its reply (clientv3's mistake): the server renewed the lease at some instant
@@ -51,7 +51,7 @@ struct SessionOptions {
   // The TTL requested from the cluster. The TTL that counts is the one each reply carries.
   std::chrono::milliseconds ttl{10'000};
   // Bound on the rate difference between this host's monotonic clock and the cluster's
-  // (DESIGN.md §4 ρ). 0.01 = 1 %.
+  // (docs/timing-and-safety.md §8, ρ). 0.01 = 1 %.
   double drift_rho = 0.01;
   // Fraction of the validity window after which the session is lost (self-abort point).
   double lost_fraction = 0.7;

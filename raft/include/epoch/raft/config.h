@@ -1,5 +1,5 @@
-// Config: the static parameters of one Raft core (raft::Node), and the timing rules of
-// DESIGN.md §4 that tie them together. The server builds one from its flags and must call
+// Config: the static parameters of one Raft core (raft::Node), and the timing rules that tie
+// them together (docs/timing-and-safety.md §2). The server builds one from its flags and must call
 // Validate() at startup and refuse to start on error; the simulator and the tests build them
 // directly. Node's constructor asserts Validate().ok().
 //
@@ -19,7 +19,7 @@ namespace epoch::raft {
 class Logger;
 
 struct Config {
-  // Deliberate bugs for the simulator's self-test (issue 3: "the checkers must be able to fail").
+  // Deliberate bugs for the simulator's self-test (the checkers must be able to fail).
   // All false in production; Validate() does not look at them. Each one breaks exactly one
   // safety rule, named in its comment, and is exercised by a unit test showing that it changes
   // behaviour.
@@ -28,7 +28,7 @@ struct Config {
     bool no_election_restriction = false;
     // Commit an entry of an earlier term once a majority stores it (violates Raft §5.4.2 / Fig. 8).
     bool commit_prior_term_by_counting = false;
-    // Lease = the full election floor: no division by (1 + ρ) and no ε (DESIGN.md §4).
+    // Lease = the full election floor: no division by (1 + ρ) and no ε (raft/DESIGN.md §4).
     bool lease_without_drift_margin = false;
     // Grant votes and pre-votes even while a live leader was heard within the floor.
     bool vote_while_leader_live = false;
@@ -66,8 +66,8 @@ struct Config {
   // Two pre-candidates that start within this many ticks of each other, with equally up-to-date
   // logs, are a tie: the lower node id goes first (the other refuses it its pre-vote), and a node
   // that granted a pre-vote waits this long before campaigning itself. Without it, both win
-  // their pre-votes, split the real vote and wait out another timeout (DESIGN.md "Split
-  // votes"). 0 = off. Must be below the floor.
+  // their pre-votes, split the real vote and wait out another timeout (raft/DESIGN.md
+  // "Split votes"). 0 = off. Must be below the floor.
   std::int64_t election_tie_window_ticks = 2;
   // ρ: bound on the relative rate difference between any two nodes' tick clocks (0.05 = 5 %).
   double max_clock_drift = 0.05;
@@ -95,7 +95,7 @@ struct Config {
   // Committed entry bytes handed out per Ready (at least one entry).
   std::uint64_t max_committed_bytes_per_ready = 64U << 20;
 
-  // --- Protocol options (both on by default; DESIGN.md §3). ---
+  // --- Protocol options (both on by default; docs/timing-and-safety.md §3.1). ---
   bool pre_vote = true;
   bool check_quorum = true;
 

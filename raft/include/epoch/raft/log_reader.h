@@ -13,7 +13,7 @@
 //     entries [lo, hi), stopping early once the data size exceeds max_bytes, but always returning
 //     at least one entry when lo < hi.
 //   - Reads do not fail: an implementation that meets an I/O error reading persisted entries stops
-//     the process (fail-stop, CONVENTIONS.md "Errors"), because a node that cannot read its own log
+//     the process (fail-stop, docs/conventions.md §4), because a node that cannot read its own log
 //     cannot safely take part in the protocol.
 //
 // Threading: called only from the thread that drives the core.

@@ -373,7 +373,7 @@ TEST_CASE("driver: leadership transfer moves the leader", "[server][driver]") {
   CHECK(c.Put(target, "k", "v2").first.ok());
 }
 
-// Regression: the driver used to skip the ticks it missed while its loop was paused, so after a
+// Regression: a driver that skips the ticks it missed while its loop was paused would, after a
 // pause (SIGSTOP, a stall) the leader still counted its lease as valid although it had expired in
 // real time and another leader could have been elected.
 TEST_CASE("driver: a leader whose process was paused does not serve reads from its lease",
@@ -469,7 +469,7 @@ TEST_CASE("driver: the lease fast path ends before a leadership transfer can sen
   CHECK_FALSE(during_transfer);
 }
 
-// A ReadIndex request whose message was lost used to strand its reads until a leader change; the
+// A ReadIndex request whose message is lost must not strand its reads until a leader change; the
 // answer to a later request serves them too (its index covers every read that came before it).
 TEST_CASE("driver: a lost ReadIndex request neither stalls later reads nor strands its own",
           "[server][driver][read]") {

@@ -2,7 +2,7 @@
 // applied to KvStore (RocksDB, history index, batch overlay, compaction) and to a tiny in-memory
 // model of etcd's semantics that keeps a full copy of the key space for every revision. Every
 // response, error and event must be identical. A failure prints its seed; rerun one seed with
-//   EPOCH_MODEL_SEED=<seed> server_tests "kv store matches the in-memory model"
+//   EPOCH_MODEL_SEED=<seed> state_tests "kv store matches the in-memory model"
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Compaction and history reads for Watch (etcd-v3-wire.md §2c items 6 and 7).
+// Compaction and history reads for Watch (docs/etcd-compatibility.md §3.3, §3.5).
 #include <catch2/catch.hpp>
 
 #include "epoch/etcd_errors.h"

@@ -1,4 +1,4 @@
-// Revisions and per-key metadata for Put and DeleteRange (etcd-v3-wire.md §2c items 1, 2).
+// Revisions and per-key metadata for Put and DeleteRange (docs/etcd-compatibility.md §3.1).
 #include <catch2/catch.hpp>
 
 #include "epoch/etcd_errors.h"

@@ -1,4 +1,4 @@
-// Range semantics (etcd-v3-wire.md §2c items 4 and 7).
+// Range semantics (docs/etcd-compatibility.md §3.3).
 #include <catch2/catch.hpp>
 
 #include "epoch/etcd_errors.h"

@@ -1,4 +1,4 @@
-// Txn semantics (etcd-v3-wire.md §2c items 1 and 3, §2b Mutex/Election recipes).
+// Txn semantics (docs/etcd-compatibility.md §3.1, §3.2, §3.9).
 #include <catch2/catch.hpp>
 
 #include "epoch/etcd_errors.h"

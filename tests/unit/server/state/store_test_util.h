@@ -1,4 +1,4 @@
-// Test helpers for server_tests: a temporary directory removed at the end of the test, and a
+// Test helpers for state_tests: a temporary directory removed at the end of the test, and a
 // TestStore that wraps KvStore with one-line Put/Delete/Txn/Range calls, each applied as the next
 // Raft log index.
 #pragma once

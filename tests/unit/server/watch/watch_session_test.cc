@@ -1,4 +1,4 @@
-// The watch stream protocol as clients depend on it (etcd-v3-wire.md §2c item 6): watch IDs,
+// The watch stream protocol as clients depend on it (docs/etcd-compatibility.md §3.5): watch IDs,
 // created replies first and in request order, key/prefix/range/from-key matching, filters,
 // prev_kv, cancel, compacted and invalid starts, revisions never split across responses
 // (fragments only on request), RequestProgress and progress_notify.

@@ -1,7 +1,7 @@
 // SimFileSystem: an in-memory FileSystem that models what a crash does to files, for the WAL's
 // unit tests and the cluster simulator (the in-memory twin of PosixFileSystem).
 //
-// Model (wal/FORMAT.md §6, shared/reference/testing.md §5):
+// Model (wal/FORMAT.md §6):
 //   - Each file has the bytes that reads see and, separately, its durable bytes as of the last
 //     Sync(). Writes, truncations and allocations after that are kept as an ordered list of
 //     unsynced operations.

@@ -1,7 +1,8 @@
 // The lease gRPC services — thin adapters over NodeContext (the write and read paths) and
 // LeaseManager (keep-alives, the cluster clock):
 //
-// EtcdLeaseService is etcdserverpb.Lease, wire-compatible with etcd v3 (etcd-v3-wire.md §2a–2c):
+// EtcdLeaseService is etcdserverpb.Lease, wire-compatible with etcd v3
+// (docs/etcd-compatibility.md §2–3):
 //   LeaseGrant: TTL in seconds, raised to the minimum TTL (etcd's minLeaseTTL, here 1.5 election
 //     floors rounded up to whole seconds); above etcd's MaxLeaseTTL "too large lease TTL"; ID 0
 //     means the leader picks a unique non-zero ID just before proposing; a requested ID is

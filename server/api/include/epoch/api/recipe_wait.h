@@ -1,5 +1,5 @@
-// The server side of etcd's `concurrency` recipes (etcd-v3-wire.md §2b), shared by the Lock and
-// Election services:
+// The server side of etcd's `concurrency` recipes (docs/etcd-compatibility.md §3.9), shared by the
+// Lock and Election services:
 //
 //   RecipeEventFeed  — applied events by key prefix. KvStateMachine's applied hook publishes every
 //                      applied entry's events here (driver strand); a subscriber of a prefix gets

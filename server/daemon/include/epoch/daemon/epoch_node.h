@@ -1,6 +1,6 @@
 // EpochNode: one running epochd — opens the WAL and the state machine under the data
 // directory, bootstraps a new member, and wires the Raft driver, the peer transport, the gRPC
-// services and the metrics endpoint together. server/main.cc is a thin CLI around it; the
+// services and the metrics endpoint together. daemon/src/main.cc is a thin CLI around it; the
 // integration tests start several in one process.
 //
 // Data directory layout: <data-dir>/wal (wal/FORMAT.md), <data-dir>/kv (RocksDB).

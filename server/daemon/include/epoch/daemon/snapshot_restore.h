@@ -9,7 +9,7 @@
 // term 1, whose membership is the new --initial-cluster, with hard state {term 1, no vote,
 // commit max(A, 1)}. The old cluster's membership and terms are not carried over.
 //
-// Who calls it: server/main.cc. Threading: runs alone, before any node is started.
+// Who calls it: daemon/src/main.cc. Threading: runs alone, before any node is started.
 #pragma once
 
 #include <string>

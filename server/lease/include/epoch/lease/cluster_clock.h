@@ -1,4 +1,4 @@
-// ClusterClock: the replicated cluster clock of DESIGN.md §4, as one node sees it.
+// ClusterClock: the replicated cluster clock of docs/timing-and-safety.md §7, as one node sees it.
 //
 // The cluster clock is a number of milliseconds carried in Raft log entries
 // (`InternalRequest.cluster_time_ms`); the state machine's clock is the largest stamp it applied
@@ -54,8 +54,9 @@ struct ClockTiming {
 // Followers stop hearing heartbeats at the death; each starts an election after its randomized
 // timeout, at most (max_election_timeout + jitter) ticks of its own clock, i.e. up to (1 + ρ)
 // times that in real time. Pre-vote, vote, the new leader's no-op commit and apply take a few
-// round trips and fsyncs, which the timing rules keep far below the election floor T0 (DESIGN.md
-// §4: T0 ≫ p99 fsync + RTT); T0 covers them, including c above. One tick of quantization. So:
+// round trips and fsyncs, which the timing rules keep far below the election floor T0
+// (docs/timing-and-safety.md §2: T0 ≫ p99 fsync + RTT); T0 covers them, including c above. One
+// tick of quantization. So:
 //   bound = I + (max_election_timeout + jitter) · tick · (1 + ρ) + T0 + tick.
 // Each further failed election round (split vote, partition) adds up to one more election timeout;
 // cluster time also stands still while there is no leader at all. Both only delay expiry: they

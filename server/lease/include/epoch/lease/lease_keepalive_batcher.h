@@ -44,7 +44,8 @@ struct KeepAliveOutcome {
   LeaseId id;
   std::int64_t ttl_ms = 0;  // the lease's TTL after the renewal; 0: unknown or expired
   std::int64_t deadline_cluster_ms = 0;
-  // Captured when the keep-alive reached the leader, before renewing (etcd-v3-wire.md §2c.5).
+  // Captured when the keep-alive reached the leader, before renewing
+  // (docs/etcd-compatibility.md §3.4).
   etcdserverpb::ResponseHeader header;
 };
 using KeepAliveCallback = std::function<void(const KeepAliveOutcome&)>;

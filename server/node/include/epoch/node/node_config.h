@@ -1,5 +1,5 @@
 // NodeConfig: everything one epochd process is started with, parsed from its command line
-// (server/main.cc) and checked before anything is opened.
+// (daemon/src/main.cc) and checked before anything is opened.
 //
 // Membership is given etcd-style: --initial-cluster "n1=127.0.0.1:2380,n2=...,n3=..." (peer
 // addresses) and --initial-cluster-clients "n1=127.0.0.1:2379,..." (client addresses, used to

@@ -1,6 +1,6 @@
 // NodeContext: what every gRPC service of one node shares — the driver, the store, the
 // configuration, the write path (propose here or forward to the leader) and the read path
-// (linearizable or serializable). Services are thin adapters over it (CONVENTIONS.md).
+// (linearizable or serializable). Services are thin adapters over it (docs/conventions.md §2).
 //
 // Threading: all methods are thread-safe. Completion callbacks run on the driver's strand, on a
 // read-pool thread or on a gRPC client thread; they must not block.
@@ -59,7 +59,7 @@ class NodeContext {
 
   void FillHeader(etcdserverpb::ResponseHeader* header) const;
 
-  // A member's client URLs: what it published (src/published_members.h), else its
+  // A member's client URLs: what it published (epoch/state/published_members.h), else its
   // --initial-cluster-clients entry as "http://host:port", else none (not published yet).
   [[nodiscard]] std::vector<std::string> ClientUrlsOf(const MemberInfo& member) const;
   // "host:port" to dial member `id`'s client endpoint (its first client URL), "" if unknown.

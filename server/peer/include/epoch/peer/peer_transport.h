@@ -1,6 +1,6 @@
 // PeerTransport: the node-to-node link for Raft messages over TCP (Asio).
 //
-// Who calls it: the Raft driver (server/raft_driver) sends frames with Send(); frames received from
+// Who calls it: the Raft driver (RaftDriver) sends frames with Send(); frames received from
 // peers are handed to the FrameHandler. The transport knows nothing of Raft: a frame is an opaque
 // byte string (an encoded raftpb message).
 //

@@ -1,7 +1,7 @@
 // DurableLog: what the Raft driver needs from persistent storage — the core's read view
 // (raft::LogReader) plus an asynchronous, ordered "make this Ready durable" operation.
 //
-// Who implements it: WalLog (server/wal_log.h) over wal::Wal in production; MemoryDurableLog
+// Who implements it: WalLog (wal_log.h) over wal::Wal in production; MemoryDurableLog
 // below in driver tests. Who calls it: RaftDriver only, from its own thread.
 //
 // Contract of Persist: applied in call order; the snapshot meta first (the log becomes empty

@@ -138,13 +138,13 @@ class RaftDriver {
   void RenderMetrics(MetricsText& m) const;
   [[nodiscard]] NodeId id() const { return options_.raft.id; }
 
-  // Thread-safe and without the strand: true when a linearizable read may be served from the
-  // state machine right now, by the leader's lease (DESIGN.md §2, §4). The strand publishes the
-  // lease's end on the clock its ticks come from, and the commit index, before any message or
+  // Thread-safe and without the strand: true when a linearizable read may be served from the state
+  // machine right now, by the leader's lease (docs/timing-and-safety.md §5.4). The strand publishes
+  // the lease's end on the clock its ticks come from, and the commit index, before any message or
   // acknowledgement can show either to anyone; the lease ends for the fast path where it ends for
   // the core (lost leadership, a transfer started, expiry). True also needs the state machine to
-  // have applied that commit index; otherwise the caller takes ReadIndex() (which waits).
-  // A true answer counts as a lease read.
+  // have applied that commit index; otherwise the caller takes ReadIndex() (which waits). A true
+  // answer counts as a lease read.
   [[nodiscard]] bool TryLeaseRead();
 
  private:

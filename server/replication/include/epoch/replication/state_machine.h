@@ -1,6 +1,6 @@
 // StateMachine: what the Raft driver applies committed entries to.
 //
-// Who implements it: the KV state machine over RocksDB (server/kv_state_machine.h) in
+// Who implements it: the KV state machine over RocksDB (KvStateMachine, kv_state_machine.h) in
 // production, small fakes in driver tests. Who calls it: RaftDriver, on its own thread, with
 // committed entries in log order.
 #pragma once

@@ -5,7 +5,7 @@
 // other (a futex wake and a context switch each, expensive on this kind of VM). Here each
 // completion queue has one thread that polls, runs the handlers and the reactions itself, so a
 // request read, answered and finished on that thread crosses no thread at all. Measured:
-// bench/kv/PROFILE.md "Session 14". Every service must be served this way: one callback method
+// bench/kv/PROFILE.md. Every service must be served this way: one callback method
 // anywhere in the process brings the nexting threads back, and they poll every connection.
 //
 // Shape: a service derives from the generated `AsyncService` and registers each of its methods

@@ -21,7 +21,7 @@ namespace epoch::server {
 struct CompactionOptions {
   // etcd's --snapshot-count (its default is 100,000). Each compaction flushes RocksDB's
   // memtables, so this minus keep_entries is the flush period under load. 20,000 and 40,000 were
-  // tried (bench/kv/PROFILE.md, session 8): within the noise of 10,000 over 9 alternated pairs,
+  // measured (bench/kv/PROFILE.md): within the noise of 10,000 over 9 alternated pairs,
   // with 3x larger flushes competing with the WAL's fsyncs; 100,000 was ~12 % slower (a memtable
   // that is never flushed makes inserts and lookups slower). A restart replays at most this many.
   std::uint64_t trigger_entries = 10'000;

@@ -1,8 +1,8 @@
 // Small helpers shared by the snapshot files: big-endian integers, whole-file POSIX I/O with
 // clear error messages, SHA-256 (OpenSSL EVP), and directory housekeeping.
 //
-// Who calls it: snapshot_archive.cc, snapshot_assembler.cc, snapshot_sender.cc,
-// snapshot_checkpoints.cc, snapshot_restore.cc. Threading: pure functions and per-object state.
+// Who calls it: the snapshot layer's archive, transfer, checkpoints and manager, and the
+// daemon's snapshot_restore.cc. Threading: pure functions and per-object state.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // KvStore: Epoch's replicated state machine — etcd's MVCC key space, the lease table, the cluster
-// clock and the idempotency table — on RocksDB (DESIGN.md §6, etcd-v3-wire.md §2c).
+// clock and the idempotency table — on RocksDB (docs/formats.md §3, docs/etcd-compatibility.md §3).
 //
 // Who calls it: the Raft driver applies committed entries with Apply()/ApplyBatch() in log order;
 // gRPC handlers read with Range()/ReadOnlyTxn(); Watch reads history with ReadEvents(); snapshots
@@ -11,9 +11,10 @@
 // only when RocksDB flushes its memtable: the driver must not discard Raft log entries above the
 // index returned by Flush() (or contained in a checkpoint).
 //
-// Threading: one applier thread calls the mutating methods (Apply*, Flush, CreateCheckpoint).
-// Any number of threads may call the const read methods concurrently with it; each read sees one
-// consistent applied state (a RocksDB snapshot taken together with the revision it belongs to).
+// Threading: one applier thread calls the mutating methods (Apply*, CreateCheckpoint); Flush() may
+// run on any thread. Any number of threads may call the const read methods concurrently with it;
+// each read sees one consistent applied state (a RocksDB snapshot taken together with the revision
+// it belongs to).
 #pragma once
 
 #include <atomic>

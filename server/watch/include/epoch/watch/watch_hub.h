@@ -3,7 +3,7 @@
 // more); a dispatch strand matches them against every registered watcher and hands them to the
 // watchers' sessions (WatchSession), which queue the responses of their gRPC stream.
 //
-// How a watcher never misses or repeats an event (etcd-v3-wire.md §2c item 6):
+// How a watcher never misses or repeats an event (docs/etcd-compatibility.md §3.5):
 //   - `dispatched` (D) is the last revision whose dispatch round is complete. A watcher
 //     registered with start 0 or start > D is *synced*: it gets every later round. Its created
 //     reply carries header.revision = D, so "start 0 = events after the created revision".

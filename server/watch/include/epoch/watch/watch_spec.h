@@ -1,5 +1,5 @@
 // WatchSpec: one watcher's request — an etcdserverpb.WatchCreateRequest normalized the way etcd's
-// v3rpc layer does it (etcd-v3-wire.md §2c item 6) — and the event-matching rule built on it.
+// v3rpc layer does it (docs/etcd-compatibility.md §3.5) — and the event-matching rule built on it.
 //
 // Who calls it: WatchSession parses every create request with ParseWatchCreate(); WatchHub asks
 // Wants() for every applied event and watcher whose key range may cover it.

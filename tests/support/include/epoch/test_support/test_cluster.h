@@ -1,5 +1,5 @@
-// TestCluster: a real N-node epochd cluster on loopback for process-level tests (integration
-// now, chaos later). Each node is an epochd process with its own data directory and log file
+// TestCluster: a real N-node epochd cluster on loopback for process-level tests (integration tests
+// and the chaos suite). Each node is an epochd process with its own data directory and log file
 // under one temporary directory; ports come from a reserved PortBlock (loopback.h).
 //
 // What a test can do: start the cluster and wait until it is healthy; find the leader (the node
