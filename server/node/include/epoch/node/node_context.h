@@ -40,8 +40,8 @@ class NodeContext {
   ~NodeContext();
 
   // Proposes `request` when this node leads, forwards it to the leader when another node does
-  // (KV writes over the peer link once SetPeerForwarder was called, others to the leader's client
-  // endpoint), and waits (up to config.leader_wait and `deadline`) for a leader when
+  // (KV writes over the peer link when a peer forwarder was given, others to the leader's
+  // client endpoint), and waits (up to config.leader_wait and `deadline`) for a leader when
   // none is known. `done` gets the response computed at apply time. A request that needs space is
   // refused first ("database space exceeded") when the space quota does not admit it.
   void Write(v1::InternalRequest request, std::chrono::system_clock::time_point deadline,
