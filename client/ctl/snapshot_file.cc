@@ -8,6 +8,8 @@
 #include <fstream>
 #include <memory>
 
+#include "epoch/byte_coding.h"
+
 namespace epoch::ctl {
 namespace {
 
@@ -28,21 +30,13 @@ class Reader {
   template <typename T>
   bool Read(std::size_t n, T* v) {
     if (pos_ + n > data_.size()) return false;
-    std::uint64_t x = 0;
-    for (std::size_t i = 0; i < n; ++i) x = (x << 8) | static_cast<unsigned char>(data_[pos_ + i]);
+    *v = static_cast<T>(GetBigEndian(data_.data() + pos_, static_cast<int>(n)));
     pos_ += n;
-    *v = static_cast<T>(x);
     return true;
   }
   const std::string& data_;
   std::size_t pos_ = 0;
 };
-
-std::uint32_t BigEndian32(const char* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
 
 }  // namespace
 
@@ -104,16 +98,16 @@ Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
   if (head.compare(0, kMagic.size(), kMagic) != 0) {
     return Status::Corruption(fmt::format("{}: not an Epoch snapshot (bad magic)", path));
   }
-  const std::uint32_t version = BigEndian32(head.data() + 8);
+  const std::uint32_t version = GetBigEndian32(head.data() + 8);
   if (version != kVersion) {
     return Status::Corruption(fmt::format("{}: unsupported snapshot version {}", path, version));
   }
-  const std::uint32_t body_len = BigEndian32(head.data() + 12);
+  const std::uint32_t body_len = GetBigEndian32(head.data() + 12);
   if (body_len > kMaxBody || 16 + body_len + 4 > head.size()) {
     return Status::Corruption(fmt::format("{}: bad header length {}", path, body_len));
   }
   const std::string body = head.substr(16, body_len);
-  if (BigEndian32(head.data() + 16 + body_len) != Crc32c(body)) {
+  if (GetBigEndian32(head.data() + 16 + body_len) != Crc32c(body)) {
     return Status::Corruption(fmt::format("{}: header checksum mismatch", path));
   }
   Reader r(body);

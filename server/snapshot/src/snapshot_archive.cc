@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "epoch/byte_coding.h"
 #include "epoch/snapshot/snapshot_io.h"
 #include "epoch/wal/crc32c.h"
 
@@ -28,16 +29,16 @@ constexpr std::size_t kIoBytes = 1 << 20;
 
 std::string EncodeHeaderBody(const ArchiveHeader& h) {
   std::string body;
-  sio::PutU64(h.applied_index.value(), &body);
-  sio::PutU64(h.applied_term.value(), &body);
-  sio::PutU64(static_cast<std::uint64_t>(h.revision.value()), &body);
-  sio::PutU64(h.cluster_id, &body);
-  sio::PutU64(static_cast<std::uint64_t>(h.created_unix_ms), &body);
-  sio::PutU32(static_cast<std::uint32_t>(h.conf.voters.size()), &body);
-  for (NodeId id : h.conf.voters) sio::PutU64(id.value(), &body);
-  sio::PutU32(static_cast<std::uint32_t>(h.conf.learners.size()), &body);
-  for (NodeId id : h.conf.learners) sio::PutU64(id.value(), &body);
-  sio::PutU32(h.file_count, &body);
+  PutBigEndian64(&body, h.applied_index.value());
+  PutBigEndian64(&body, h.applied_term.value());
+  PutBigEndian64(&body, static_cast<std::uint64_t>(h.revision.value()));
+  PutBigEndian64(&body, h.cluster_id);
+  PutBigEndian64(&body, static_cast<std::uint64_t>(h.created_unix_ms));
+  PutBigEndian32(&body, static_cast<std::uint32_t>(h.conf.voters.size()));
+  for (NodeId id : h.conf.voters) PutBigEndian64(&body, id.value());
+  PutBigEndian32(&body, static_cast<std::uint32_t>(h.conf.learners.size()));
+  for (NodeId id : h.conf.learners) PutBigEndian64(&body, id.value());
+  PutBigEndian32(&body, h.file_count);
   return body;
 }
 
@@ -45,19 +46,19 @@ std::string EncodeHeaderBody(const ArchiveHeader& h) {
 std::string EncodeHeader(const ArchiveHeader& h) {
   std::string body = EncodeHeaderBody(h);
   std::string out(kMagic);
-  sio::PutU32(kArchiveVersion, &out);
-  sio::PutU32(static_cast<std::uint32_t>(body.size()), &out);
+  PutBigEndian32(&out, kArchiveVersion);
+  PutBigEndian32(&out, static_cast<std::uint32_t>(body.size()));
   out += body;
-  sio::PutU32(crc32c::Value(body), &out);
+  PutBigEndian32(&out, crc32c::Value(body));
   return out;
 }
 
 // u16 name length | name | u64 size
 std::string EncodeFilePrefix(const ArchiveFile& f) {
   std::string out;
-  sio::PutU16(static_cast<std::uint16_t>(f.name.size()), &out);
+  PutBigEndian16(&out, static_cast<std::uint16_t>(f.name.size()));
   out += f.name;
-  sio::PutU64(f.size, &out);
+  PutBigEndian64(&out, f.size);
   return out;
 }
 
@@ -140,7 +141,7 @@ class ArchiveWriter::Impl {
         }
         case Kind::kFileCrc: {
           std::string crc;
-          sio::PutU32(file_crc_, &crc);
+          PutBigEndian32(&crc, file_crc_);
           piece = crc.substr(offset_, want);
           break;
         }
@@ -253,7 +254,7 @@ class PayloadReader {
   Result<std::uint64_t> ReadInt(int bytes, std::string_view what) {
     Result<std::string> raw = Read(static_cast<std::uint64_t>(bytes), what);
     if (!raw.ok()) return raw.status();
-    return sio::GetBigEndian(raw->data(), bytes);
+    return GetBigEndian(raw->data(), bytes);
   }
 
  private:
@@ -270,7 +271,7 @@ Result<ArchiveHeader> DecodeHeaderBody(std::string_view body, const std::string&
   std::size_t pos = 0;
   auto take = [&](int bytes) -> std::optional<std::uint64_t> {
     if (pos + static_cast<std::size_t>(bytes) > body.size()) return std::nullopt;
-    std::uint64_t v = sio::GetBigEndian(body.data() + pos, bytes);
+    std::uint64_t v = GetBigEndian(body.data() + pos, bytes);
     pos += static_cast<std::size_t>(bytes);
     return v;
   };

@@ -19,27 +19,6 @@ std::string Errno() { return std::strerror(errno); }
 
 }  // namespace
 
-void PutU16(std::uint16_t v, std::string* out) {
-  out->push_back(static_cast<char>(v >> 8));
-  out->push_back(static_cast<char>(v & 0xff));
-}
-
-void PutU32(std::uint32_t v, std::string* out) {
-  for (int shift = 24; shift >= 0; shift -= 8)
-    out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-void PutU64(std::uint64_t v, std::string* out) {
-  for (int shift = 56; shift >= 0; shift -= 8)
-    out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-std::uint64_t GetBigEndian(const char* in, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
-  return v;
-}
-
 File::~File() {
   if (fd_ >= 0) ::close(fd_);
 }

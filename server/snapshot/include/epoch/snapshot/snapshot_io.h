@@ -1,5 +1,5 @@
-// Small helpers shared by the snapshot files: big-endian integers, whole-file POSIX I/O with
-// clear error messages, SHA-256 (OpenSSL EVP), and directory housekeeping.
+// Small helpers shared by the snapshot files: whole-file POSIX I/O with clear error messages,
+// SHA-256 (OpenSSL EVP), and directory housekeeping.
 //
 // Who calls it: snapshot_archive.cc, snapshot_assembler.cc, snapshot_sender.cc,
 // snapshot_checkpoints.cc, snapshot_restore.cc. Threading: pure functions and per-object state.
@@ -14,11 +14,6 @@
 #include "epoch/status.h"
 
 namespace epoch::server::snapshot_io {
-
-void PutU16(std::uint16_t v, std::string* out);
-void PutU32(std::uint32_t v, std::string* out);
-void PutU64(std::uint64_t v, std::string* out);
-[[nodiscard]] std::uint64_t GetBigEndian(const char* in, int bytes);
 
 // An open file descriptor, closed on destruction.
 class File {
