@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "epoch/byte_coding.h"
+#include "epoch/crc32c.h"
 
 namespace epoch::ctl {
 namespace {
@@ -39,21 +40,6 @@ class Reader {
 };
 
 }  // namespace
-
-std::uint32_t Crc32c(const std::string& data) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (unsigned char byte : data) crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
 
 Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -107,7 +93,7 @@ Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
     return Status::Corruption(fmt::format("{}: bad header length {}", path, body_len));
   }
   const std::string body = head.substr(16, body_len);
-  if (GetBigEndian32(head.data() + 16 + body_len) != Crc32c(body)) {
+  if (GetBigEndian32(head.data() + 16 + body_len) != crc32c::Value(body)) {
     return Status::Corruption(fmt::format("{}: header checksum mismatch", path));
   }
   Reader r(body);

@@ -31,6 +31,4 @@ struct SnapshotInfo {
 // mismatch, not an Epoch snapshot, unsupported version, header checksum).
 Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path);
 
-std::uint32_t Crc32c(const std::string& data);
-
 }  // namespace epoch::ctl

@@ -12,14 +12,13 @@
 #include <optional>
 
 #include "epoch/byte_coding.h"
+#include "epoch/crc32c.h"
 #include "epoch/snapshot/snapshot_io.h"
-#include "epoch/wal/crc32c.h"
 
 namespace epoch::server {
 namespace {
 
 namespace sio = snapshot_io;
-namespace crc32c = wal::crc32c;
 
 constexpr std::string_view kMagic = "EPOCHSNP";
 constexpr std::string_view kEndMarker = "EPOCHEND";

@@ -8,16 +8,15 @@
 #include <sstream>
 #include <tuple>
 
+#include "epoch/crc32c.h"
 #include "epoch/peer/peer_codec.h"
 #include "epoch/snapshot/snapshot_io.h"
-#include "epoch/wal/crc32c.h"
 #include "raftpb/raft.pb.h"
 
 namespace epoch::server {
 namespace {
 
 namespace sio = snapshot_io;
-namespace crc32c = wal::crc32c;
 
 using TransferKey = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;
 

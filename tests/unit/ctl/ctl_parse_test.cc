@@ -11,6 +11,7 @@
 
 #include "ctl.h"
 #include "epoch/byte_coding.h"
+#include "epoch/crc32c.h"
 #include "epoch/etcd_errors.h"
 #include "snapshot_file.h"
 #include "txn_parse.h"
@@ -124,7 +125,7 @@ std::string Archive(std::string_view magic) {
   PutBigEndian32(&payload, 1);
   PutBigEndian32(&payload, static_cast<std::uint32_t>(body.size()));
   payload += body;
-  PutBigEndian32(&payload, Crc32c(body));
+  PutBigEndian32(&payload, crc32c::Value(body));
   payload += "EPOCHEND";
   payload.resize((payload.size() + 511) / 512 * 512, '\0');
   std::array<unsigned char, 32> digest{};
@@ -141,7 +142,7 @@ std::string WriteTemp(const std::string& name, const std::string& bytes) {
 }
 
 TEST_CASE("snapshot file: size rule, SHA-256 trailer, header", "[ctl]") {
-  CHECK(Crc32c("123456789") == 0xE3069283u);
+  CHECK(crc32c::Value("123456789") == 0xE3069283u);
   const std::string good = WriteTemp("ctl-good", Archive("EPOCHSNP"));
   Result<SnapshotInfo> info = ReadSnapshotInfo(good);
   REQUIRE(info.ok());
