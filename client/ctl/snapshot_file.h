@@ -1,6 +1,6 @@
-// Reading an Epoch snapshot file (server/SNAPSHOT.md §1) on the client side, without the server
-// library: the size rule (len % 512 == 32), the SHA-256 trailer, and the archive header (magic,
-// version, header CRC-32C). File contents are not opened (they are RocksDB files), so the
+// Reading an Epoch snapshot file (server/SNAPSHOT.md §1) on the client side, with the format
+// library epochd uses (epoch::snapshot_format): the size rule (len % 512 == 32), the SHA-256
+// trailer, and the archive header. File contents are not opened (they are RocksDB files), so the
 // number of keys is not known here.
 //
 // Threading: pure functions.
