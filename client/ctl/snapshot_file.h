@@ -1,6 +1,6 @@
-// Reading an Epoch snapshot file (server/SNAPSHOT.md §1) on the client side, without the server
-// library: the size rule (len % 512 == 32), the SHA-256 trailer, and the archive header (magic,
-// version, header CRC-32C). File contents are not opened (they are RocksDB files), so the
+// Reading an Epoch snapshot file (server/SNAPSHOT.md §1) on the client side, with the format
+// library epochd uses (epoch::snapshot_format): the size rule (len % 512 == 32), the SHA-256
+// trailer, and the archive header. File contents are not opened (they are RocksDB files), so the
 // number of keys is not known here.
 //
 // Threading: pure functions.
@@ -30,7 +30,5 @@ struct SnapshotInfo {
 // Verifies and describes the file at `path`. Errors name what is wrong (truncated, checksum
 // mismatch, not an Epoch snapshot, unsupported version, header checksum).
 Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path);
-
-std::uint32_t Crc32c(const std::string& data);
 
 }  // namespace epoch::ctl

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "epoch/byte_coding.h"
 #include "epoch/etcd_errors.h"
 #include "raftpb/raft.pb.h"
 #include "support.h"
@@ -144,11 +145,8 @@ TEST_CASE("inverted ranges, bad sort options, duplicate txn keys, too many ops, 
 }
 
 std::string BigEndian(std::uint64_t v, int bytes) {
-  std::string out(static_cast<std::size_t>(bytes), '\0');
-  for (int i = bytes - 1; i >= 0; --i) {
-    out[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
+  std::string out;
+  PutBigEndian(&out, v, bytes);
   return out;
 }
 

@@ -2,7 +2,8 @@
 """The layers of server/ (server/README.md) and the rule between them: a file of a layer includes
 headers of its own layer and of the layers below it, never of a layer above. The build enforces
 the same rule (a layer's target does not link the layers above, so their headers are not on its
-include path); this check names the offending line at once, before a compile.
+include path); this check names the offending line at once, before a compile. A library inside a
+layer's folder listed in STANDALONE includes the header of no layer.
 
 Usage: check_layers.py <repository root>   exits 1 and lists every upward include."""
 import os
@@ -23,6 +24,10 @@ BELOW = {
     "daemon": ["api"],
 }
 
+# Libraries inside a layer's folder that depend on no layer at all (common/ only), so that a
+# program without the server links them: the snapshot archive format, shared with epochctl.
+STANDALONE = ["snapshot/format"]
+
 
 def allowed(layer, seen=None):
     seen = set() if seen is None else seen
@@ -42,6 +47,9 @@ def main(root):
     for layer in BELOW:
         ok = allowed(layer)
         for folder, _, files in os.walk(os.path.join(server, layer)):
+            rel_folder = os.path.relpath(folder, server)
+            standalone = any(rel_folder == s or rel_folder.startswith(s + os.sep)
+                             for s in STANDALONE)
             for name in files:
                 if not name.endswith((".h", ".cc")):
                     continue
@@ -49,7 +57,12 @@ def main(root):
                 with open(path, encoding="utf-8") as f:
                     for number, line in enumerate(f, 1):
                         m = include.match(line)
-                        if m and m.group(1) in BELOW and m.group(1) not in ok:
+                        if m and standalone and m.group(1) in BELOW:
+                            rel = os.path.relpath(path, root)
+                            errors.append(f"{rel}:{number}: '{rel_folder}' depends on no layer, "
+                                          f"yet includes a header of '{m.group(1)}': "
+                                          f"{line.strip()}")
+                        elif m and m.group(1) in BELOW and m.group(1) not in ok:
                             rel = os.path.relpath(path, root)
                             errors.append(f"{rel}:{number}: layer '{layer}' includes a header of "
                                           f"'{m.group(1)}', a layer above it: {line.strip()}")

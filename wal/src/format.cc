@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "epoch/wal/crc32c.h"
+#include "epoch/crc32c.h"
 
 namespace epoch::wal::format {
 

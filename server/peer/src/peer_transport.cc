@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "epoch/byte_coding.h"
+
 namespace epoch::server {
 namespace {
 
@@ -26,37 +28,19 @@ constexpr std::size_t kReadChunk = 64 << 10;
 // the buffer grows if that is not enough.
 constexpr std::size_t kMinReadSpace = kReadChunk / 4;
 
-void PutBigEndian32(std::uint32_t v, char* out) {
-  for (int i = 3; i >= 0; --i) {
-    out[i] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-}
-void PutBigEndian64(std::uint64_t v, char* out) {
-  for (int i = 7; i >= 0; --i) {
-    out[i] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-}
-std::uint64_t GetBigEndian(const char* in, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
-  return v;
-}
-
 // A frame ready for the wire: length prefix + payload in one buffer.
 std::string Framed(std::string_view payload) {
-  std::string out(4 + payload.size(), '\0');
-  PutBigEndian32(static_cast<std::uint32_t>(payload.size()), out.data());
-  std::copy(payload.begin(), payload.end(), out.begin() + 4);
+  std::string out;
+  out.reserve(4 + payload.size());
+  PutBigEndian32(&out, static_cast<std::uint32_t>(payload.size()));
+  out.append(payload);
   return out;
 }
 
 std::string Hello(std::uint64_t cluster_id, NodeId self) {
   std::string hello(kHelloMagic);
-  hello.resize(kHelloBytes);
-  PutBigEndian64(cluster_id, hello.data() + kHelloMagic.size());
-  PutBigEndian64(self.value(), hello.data() + kHelloMagic.size() + 8);
+  PutBigEndian64(&hello, cluster_id);
+  PutBigEndian64(&hello, self.value());
   return Framed(hello);
 }
 
@@ -358,7 +342,7 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
     need_ = 0;
     while (end_ - begin_ >= 4) {
       const char* at = in_.data() + begin_;
-      const auto size = static_cast<std::uint32_t>(GetBigEndian(at, 4));
+      const auto size = GetBigEndian32(at);
       if (!CheckFrameSize(size)) return false;
       if (end_ - begin_ - 4 < size) {
         need_ = 4 + static_cast<std::size_t>(size);
@@ -397,13 +381,13 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
                      owner_.options_.self);
         return false;
       }
-      std::uint64_t cluster = GetBigEndian(body.data() + kHelloMagic.size(), 8);
+      std::uint64_t cluster = GetBigEndian64(body.data() + kHelloMagic.size());
       if (cluster != owner_.options_.cluster_id) {
         spdlog::warn("transport: node={:x} rejecting peer from cluster {:x} (ours is {:x})",
                      owner_.options_.self, cluster, owner_.options_.cluster_id);
         return false;
       }
-      peer_ = NodeId(GetBigEndian(body.data() + kHelloMagic.size() + 8, 8));
+      peer_ = NodeId(GetBigEndian64(body.data() + kHelloMagic.size() + 8));
       if (owner_.options_.accept_peer && !owner_.options_.accept_peer(peer_)) {
         spdlog::warn("transport: node={:x} rejecting node={:x}: not a member of this cluster",
                      owner_.options_.self, peer_);

@@ -6,64 +6,21 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 
+#include "epoch/byte_coding.h"
+#include "epoch/crc32c.h"
 #include "epoch/snapshot/snapshot_io.h"
-#include "epoch/wal/crc32c.h"
+#include "epoch/snapshot_format/snapshot_format.h"
 
 namespace epoch::server {
 namespace {
 
 namespace sio = snapshot_io;
-namespace crc32c = wal::crc32c;
+namespace format = snapshot_format;
 
-constexpr std::string_view kMagic = "EPOCHSNP";
-constexpr std::string_view kEndMarker = "EPOCHEND";
-constexpr std::uint32_t kMaxHeaderBodyBytes = 1 << 20;
-constexpr std::uint32_t kMaxMembers = 1024;
 constexpr std::size_t kIoBytes = 1 << 20;
-
-std::string EncodeHeaderBody(const ArchiveHeader& h) {
-  std::string body;
-  sio::PutU64(h.applied_index.value(), &body);
-  sio::PutU64(h.applied_term.value(), &body);
-  sio::PutU64(static_cast<std::uint64_t>(h.revision.value()), &body);
-  sio::PutU64(h.cluster_id, &body);
-  sio::PutU64(static_cast<std::uint64_t>(h.created_unix_ms), &body);
-  sio::PutU32(static_cast<std::uint32_t>(h.conf.voters.size()), &body);
-  for (NodeId id : h.conf.voters) sio::PutU64(id.value(), &body);
-  sio::PutU32(static_cast<std::uint32_t>(h.conf.learners.size()), &body);
-  for (NodeId id : h.conf.learners) sio::PutU64(id.value(), &body);
-  sio::PutU32(h.file_count, &body);
-  return body;
-}
-
-// magic | version | body length | body | crc32c(body)
-std::string EncodeHeader(const ArchiveHeader& h) {
-  std::string body = EncodeHeaderBody(h);
-  std::string out(kMagic);
-  sio::PutU32(kArchiveVersion, &out);
-  sio::PutU32(static_cast<std::uint32_t>(body.size()), &out);
-  out += body;
-  sio::PutU32(crc32c::Value(body), &out);
-  return out;
-}
-
-// u16 name length | name | u64 size
-std::string EncodeFilePrefix(const ArchiveFile& f) {
-  std::string out;
-  sio::PutU16(static_cast<std::uint16_t>(f.name.size()), &out);
-  out += f.name;
-  sio::PutU64(f.size, &out);
-  return out;
-}
-
-std::uint64_t PaddingFor(std::uint64_t payload_bytes) {
-  return (kArchiveAlign - payload_bytes % kArchiveAlign) % kArchiveAlign;
-}
 
 }  // namespace
 
@@ -76,7 +33,7 @@ Result<std::vector<ArchiveFile>> ListCheckpointFiles(const std::string& dir) {
       return Status::InvalidArgument(
           fmt::format("checkpoint {} holds {}, which is not a regular file", dir, name));
     }
-    if (!sio::IsSafeFileName(name)) {
+    if (!format::IsSafeFileName(name)) {
       return Status::InvalidArgument(fmt::format("checkpoint file name '{}' is not allowed", name));
     }
     Result<std::uint64_t> size = sio::FileSize(entry.path().string());
@@ -104,17 +61,17 @@ class ArchiveWriter::Impl {
   Impl(const ArchiveHeader& header, std::vector<ArchiveFile> files) : files_(std::move(files)) {
     ArchiveHeader h = header;
     h.file_count = static_cast<std::uint32_t>(files_.size());
-    AddLiteral(EncodeHeader(h));
+    AddLiteral(format::EncodeHeader(h));
     for (std::size_t i = 0; i < files_.size(); ++i) {
-      AddLiteral(EncodeFilePrefix(files_[i]));
+      AddLiteral(format::EncodeFileEntryPrefix(files_[i].name, files_[i].size));
       segments_.push_back(Segment{Kind::kFileData, {}, i, files_[i].size});
       segments_.push_back(Segment{Kind::kFileCrc, {}, i, 4});
     }
-    AddLiteral(std::string(kEndMarker));
+    AddLiteral(std::string(format::kEndMarker));
     std::uint64_t payload = 0;
     for (const Segment& s : segments_) payload += s.size;
-    AddLiteral(std::string(PaddingFor(payload), '\0'));
-    segments_.push_back(Segment{Kind::kTrailer, {}, 0, kArchiveTrailerBytes});
+    AddLiteral(std::string(format::PaddingFor(payload), '\0'));
+    segments_.push_back(Segment{Kind::kTrailer, {}, 0, format::kTrailerBytes});
   }
 
   [[nodiscard]] std::uint64_t Total() const {
@@ -140,7 +97,7 @@ class ArchiveWriter::Impl {
         }
         case Kind::kFileCrc: {
           std::string crc;
-          sio::PutU32(file_crc_, &crc);
+          PutBigEndian32(&crc, file_crc_);
           piece = crc.substr(offset_, want);
           break;
         }
@@ -195,7 +152,7 @@ class ArchiveWriter::Impl {
   std::vector<Segment> segments_;
   std::size_t current_ = 0;
   std::uint64_t offset_ = 0;  // within segments_[current_]
-  sio::Sha256 sha_;
+  format::Sha256 sha_;
   std::optional<std::string> trailer_;
   std::optional<std::size_t> open_index_;
   sio::File open_file_;
@@ -233,8 +190,9 @@ namespace {
 // Sequential reads of the payload with the position kept, for clear "at offset" messages.
 class PayloadReader {
  public:
-  PayloadReader(const sio::File& file, const std::string& path, std::uint64_t payload_bytes)
-      : file_(file), path_(path), end_(payload_bytes) {}
+  PayloadReader(const sio::File& file, const std::string& path, std::uint64_t offset,
+                std::uint64_t payload_bytes)
+      : file_(file), path_(path), end_(payload_bytes), offset_(offset) {}
 
   [[nodiscard]] std::uint64_t offset() const { return offset_; }
   [[nodiscard]] std::uint64_t remaining() const { return end_ - offset_; }
@@ -253,81 +211,15 @@ class PayloadReader {
   Result<std::uint64_t> ReadInt(int bytes, std::string_view what) {
     Result<std::string> raw = Read(static_cast<std::uint64_t>(bytes), what);
     if (!raw.ok()) return raw.status();
-    return sio::GetBigEndian(raw->data(), bytes);
+    return GetBigEndian(raw->data(), bytes);
   }
 
  private:
   const sio::File& file_;
   const std::string& path_;
   const std::uint64_t end_;
-  std::uint64_t offset_ = 0;
+  std::uint64_t offset_;
 };
-
-Result<ArchiveHeader> DecodeHeaderBody(std::string_view body, const std::string& path) {
-  auto bad = [&](std::string_view what) {
-    return Status::Corruption(fmt::format("{}: malformed snapshot header ({})", path, what));
-  };
-  std::size_t pos = 0;
-  auto take = [&](int bytes) -> std::optional<std::uint64_t> {
-    if (pos + static_cast<std::size_t>(bytes) > body.size()) return std::nullopt;
-    std::uint64_t v = sio::GetBigEndian(body.data() + pos, bytes);
-    pos += static_cast<std::size_t>(bytes);
-    return v;
-  };
-  ArchiveHeader h;
-  auto applied = take(8), term = take(8), revision = take(8), cluster = take(8), created = take(8);
-  if (!created) return bad("too short");
-  h.applied_index = LogIndex(*applied);
-  h.applied_term = Term(*term);
-  h.revision = Revision(static_cast<std::int64_t>(*revision));
-  h.cluster_id = *cluster;
-  h.created_unix_ms = static_cast<std::int64_t>(*created);
-  for (std::vector<NodeId>* ids : {&h.conf.voters, &h.conf.learners}) {
-    auto n = take(4);
-    if (!n || *n > kMaxMembers) return bad("member count");
-    for (std::uint64_t i = 0; i < *n; ++i) {
-      auto id = take(8);
-      if (!id) return bad("member list");
-      ids->emplace_back(*id);
-    }
-  }
-  auto files = take(4);
-  if (!files) return bad("file count");
-  h.file_count = static_cast<std::uint32_t>(*files);
-  if (pos != body.size()) return bad("trailing bytes");
-  return h;
-}
-
-Result<ArchiveHeader> ReadHeader(PayloadReader& in, const std::string& path) {
-  Result<std::string> magic = in.Read(kMagic.size(), "magic");
-  if (!magic.ok()) return magic.status();
-  if (*magic != kMagic) {
-    return Status::InvalidArgument(fmt::format(
-        "{} is not an Epoch snapshot (bad magic; etcd's own bbolt snapshots cannot be restored "
-        "into Epoch)",
-        path));
-  }
-  Result<std::uint64_t> version = in.ReadInt(4, "version");
-  if (!version.ok()) return version.status();
-  if (*version != kArchiveVersion) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: snapshot format version {} is not supported (this epochd reads version {})", path,
-        *version, kArchiveVersion));
-  }
-  Result<std::uint64_t> body_len = in.ReadInt(4, "header length");
-  if (!body_len.ok()) return body_len.status();
-  if (*body_len > kMaxHeaderBodyBytes) {
-    return Status::Corruption(fmt::format("{}: header length {} is too large", path, *body_len));
-  }
-  Result<std::string> body = in.Read(*body_len, "header");
-  if (!body.ok()) return body.status();
-  Result<std::uint64_t> crc = in.ReadInt(4, "header checksum");
-  if (!crc.ok()) return crc.status();
-  if (*crc != crc32c::Value(*body)) {
-    return Status::Corruption(fmt::format("{}: header checksum mismatch", path));
-  }
-  return DecodeHeaderBody(*body, path);
-}
 
 // Reads one file entry; writes its content to `dest_dir` when given.
 Status ReadFileEntry(PayloadReader& in, const std::string& path,
@@ -337,7 +229,7 @@ Status ReadFileEntry(PayloadReader& in, const std::string& path,
   if (!name_len.ok()) return name_len.status();
   Result<std::string> name = in.Read(*name_len, "file name");
   if (!name.ok()) return name.status();
-  if (!sio::IsSafeFileName(*name)) {
+  if (!format::IsSafeFileName(*name)) {
     return Status::Corruption(
         fmt::format("{}: file entry at offset {} has a bad name", path, entry_offset));
   }
@@ -380,49 +272,30 @@ Result<ArchiveHeader> ReadArchive(const std::string& path,
                                   const std::optional<std::string>& dest_dir) {
   Result<std::uint64_t> size = sio::FileSize(path);
   if (!size.ok()) return size.status();
-  if (*size < kArchiveAlign + kArchiveTrailerBytes ||
-      *size % kArchiveAlign != kArchiveTrailerBytes) {
-    return Status::Corruption(fmt::format(
-        "{} is truncated or not a snapshot: its size {} is not 32 bytes more than a multiple of "
-        "512 (payload + SHA-256 trailer)",
-        path, *size));
-  }
+  EPOCH_RETURN_IF_ERROR(format::CheckFileSize(path, *size));
   Result<sio::File> file = sio::OpenForRead(path);
   if (!file.ok()) return file.status();
-  const std::uint64_t payload_bytes = *size - kArchiveTrailerBytes;
 
-  // Pass 1: the SHA-256 trailer over the whole payload.
-  sio::Sha256 sha;
-  std::string buf;
-  for (std::uint64_t at = 0; at < payload_bytes;) {
-    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kIoBytes, payload_bytes - at));
-    buf.resize(n);
-    EPOCH_RETURN_IF_ERROR(sio::ReadAt(*file, path, at, buf.data(), n));
-    sha.Update(buf);
-    at += n;
-  }
-  auto digest = sha.Finish();
-  std::array<char, kArchiveTrailerBytes> trailer{};
-  EPOCH_RETURN_IF_ERROR(sio::ReadAt(*file, path, payload_bytes, trailer.data(), trailer.size()));
-  if (std::memcmp(digest.data(), trailer.data(), trailer.size()) != 0) {
-    return Status::Corruption(fmt::format(
-        "{}: SHA-256 checksum mismatch: the file is corrupted or was cut and padded", path));
-  }
+  // Pass 1: the SHA-256 trailer over the whole payload, then the header.
+  Result<format::VerifiedHead> head = format::VerifyTrailerAndHeader(
+      path, *size, [&](std::uint64_t offset, char* out, std::size_t n) {
+        return sio::ReadAt(*file, path, offset, out, n);
+      });
+  if (!head.ok()) return head.status();
 
-  // Pass 2: the structure.
-  PayloadReader in(*file, path, payload_bytes);
-  Result<ArchiveHeader> header = ReadHeader(in, path);
-  if (!header.ok()) return header.status();
-  for (std::uint32_t i = 0; i < header->file_count; ++i) {
+  // Pass 2: the file entries, the end marker and the padding.
+  PayloadReader in(*file, path, head->header_bytes, head->payload_bytes);
+  const ArchiveHeader& header = head->header;
+  for (std::uint32_t i = 0; i < header.file_count; ++i) {
     EPOCH_RETURN_IF_ERROR(ReadFileEntry(in, path, dest_dir));
   }
-  Result<std::string> end = in.Read(kEndMarker.size(), "end marker");
+  Result<std::string> end = in.Read(format::kEndMarker.size(), "end marker");
   if (!end.ok()) return end.status();
-  if (*end != kEndMarker) {
+  if (*end != format::kEndMarker) {
     return Status::Corruption(
-        fmt::format("{}: no end marker after {} files", path, header->file_count));
+        fmt::format("{}: no end marker after {} files", path, header.file_count));
   }
-  if (in.remaining() >= kArchiveAlign) {
+  if (in.remaining() >= format::kAlign) {
     return Status::Corruption(
         fmt::format("{}: {} unexpected bytes after the end marker", path, in.remaining()));
   }

@@ -2,12 +2,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -18,27 +16,6 @@ namespace {
 std::string Errno() { return std::strerror(errno); }
 
 }  // namespace
-
-void PutU16(std::uint16_t v, std::string* out) {
-  out->push_back(static_cast<char>(v >> 8));
-  out->push_back(static_cast<char>(v & 0xff));
-}
-
-void PutU32(std::uint32_t v, std::string* out) {
-  for (int shift = 24; shift >= 0; shift -= 8)
-    out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-void PutU64(std::uint64_t v, std::string* out) {
-  for (int shift = 56; shift >= 0; shift -= 8)
-    out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-std::uint64_t GetBigEndian(const char* in, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
-  return v;
-}
 
 File::~File() {
   if (fd_ >= 0) ::close(fd_);
@@ -138,37 +115,6 @@ Status RemoveAll(const std::string& path) {
   std::filesystem::remove_all(path, ec);
   if (ec) return Status::IOError(fmt::format("remove {}: {}", path, ec.message()));
   return Status::Ok();
-}
-
-struct Sha256::Ctx {
-  EVP_MD_CTX* md = nullptr;
-};
-
-Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
-  ctx_->md = EVP_MD_CTX_new();
-  // Allocation or init failure of a built-in digest means the process is out of memory.
-  if (ctx_->md == nullptr || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) std::abort();
-}
-
-Sha256::~Sha256() { EVP_MD_CTX_free(ctx_->md); }
-
-void Sha256::Update(std::string_view data) {
-  if (EVP_DigestUpdate(ctx_->md, data.data(), data.size()) != 1) std::abort();
-}
-
-std::array<unsigned char, 32> Sha256::Finish() {
-  std::array<unsigned char, 32> out{};
-  unsigned int n = 0;
-  if (EVP_DigestFinal_ex(ctx_->md, out.data(), &n) != 1 || n != out.size()) std::abort();
-  return out;
-}
-
-bool IsSafeFileName(std::string_view name) {
-  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
-  for (char c : name) {
-    if (c == '/' || c == '\0') return false;
-  }
-  return true;
 }
 
 }  // namespace epoch::server::snapshot_io

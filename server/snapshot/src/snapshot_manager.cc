@@ -366,7 +366,7 @@ void SnapshotManager::OpenArchive(ArchiveCallback done) {
     header.revision = (*checkpoint)->revision;
     header.cluster_id = cluster_id_;
     header.created_unix_ms = UnixMillisNow();
-    header.conf = conf_;
+    header.conf = {conf_.voters, conf_.learners};
     {
       std::lock_guard lock(mu_);
       ++stats_.archives;

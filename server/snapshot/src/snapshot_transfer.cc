@@ -8,16 +8,16 @@
 #include <sstream>
 #include <tuple>
 
+#include "epoch/crc32c.h"
 #include "epoch/peer/peer_codec.h"
 #include "epoch/snapshot/snapshot_io.h"
-#include "epoch/wal/crc32c.h"
+#include "epoch/snapshot_format/snapshot_format.h"
 #include "raftpb/raft.pb.h"
 
 namespace epoch::server {
 namespace {
 
 namespace sio = snapshot_io;
-namespace crc32c = wal::crc32c;
 
 using TransferKey = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;
 
@@ -32,7 +32,7 @@ Result<std::map<std::string, std::uint64_t>> ParseManifest(std::string_view text
   std::string name;
   std::uint64_t size = 0;
   while (in >> name >> size) {
-    if (!sio::IsSafeFileName(name) || name == kSnapshotManifestName) {
+    if (!snapshot_format::IsSafeFileName(name) || name == kSnapshotManifestName) {
       return Status::Corruption(fmt::format("manifest names a bad file '{}'", name));
     }
     if (!files.emplace(name, size).second) {
@@ -181,7 +181,9 @@ ChunkAck SnapshotAssembler::AddManifest(const SnapshotChunkIn& chunk) {
 
 ChunkAck SnapshotAssembler::AddData(const SnapshotChunkIn& chunk) {
   Transfer& t = *current_;
-  if (!sio::IsSafeFileName(chunk.file)) return Abort(fmt::format("bad file name '{}'", chunk.file));
+  if (!snapshot_format::IsSafeFileName(chunk.file)) {
+    return Abort(fmt::format("bad file name '{}'", chunk.file));
+  }
   const std::uint64_t length = chunk.data.size();
   if (t.manifest) {
     auto it = t.manifest->find(chunk.file);

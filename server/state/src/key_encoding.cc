@@ -1,5 +1,7 @@
 #include "key_encoding.h"
 
+#include "epoch/byte_coding.h"
+
 namespace epoch::server {
 
 namespace {
@@ -127,19 +129,19 @@ bool ParseRevisionKey(std::string_view stored_key, RevisionPair* rev) {
 
 std::string LeaseKey(LeaseId id) {
   std::string out(1, kLeaseTable);
-  PutFixed64BigEndian(&out, static_cast<std::uint64_t>(id.value()));
+  PutBigEndian64(&out, static_cast<std::uint64_t>(id.value()));
   return out;
 }
 
 bool ParseLeaseKey(std::string_view stored_key, LeaseId* id) {
   if (stored_key.size() != 9 || stored_key[0] != kLeaseTable) return false;
-  *id = LeaseId(static_cast<std::int64_t>(DecodeFixed64BigEndian(stored_key.substr(1))));
+  *id = LeaseId(static_cast<std::int64_t>(GetBigEndian64(stored_key.data() + 1)));
   return true;
 }
 
 std::string LeaseAttachPrefix(LeaseId id) {
   std::string out(1, kLeaseAttachTable);
-  PutFixed64BigEndian(&out, static_cast<std::uint64_t>(id.value()));
+  PutBigEndian64(&out, static_cast<std::uint64_t>(id.value()));
   return out;
 }
 
@@ -153,7 +155,7 @@ std::string IdempotencyKey(std::string_view key) { return WithTable(kIdempotency
 
 std::string IdempotencyExpiryKey(std::int64_t expires_ms, std::string_view key) {
   std::string out(1, kIdempotencyExpiryTable);
-  PutFixed64BigEndian(&out, static_cast<std::uint64_t>(expires_ms));
+  PutBigEndian64(&out, static_cast<std::uint64_t>(expires_ms));
   out.append(key);
   return out;
 }
@@ -161,7 +163,7 @@ std::string IdempotencyExpiryKey(std::int64_t expires_ms, std::string_view key) 
 bool ParseIdempotencyExpiryKey(std::string_view stored_key, std::int64_t* expires_ms,
                                std::string* key) {
   if (stored_key.size() < 9 || stored_key[0] != kIdempotencyExpiryTable) return false;
-  *expires_ms = static_cast<std::int64_t>(DecodeFixed64BigEndian(stored_key.substr(1)));
+  *expires_ms = static_cast<std::int64_t>(GetBigEndian64(stored_key.data() + 1));
   *key = std::string(stored_key.substr(9));
   return true;
 }

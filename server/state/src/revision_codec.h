@@ -1,6 +1,6 @@
-// Revision codec: (main, sub) revision pairs and the big-endian integer encoding that makes
-// RocksDB's bytewise order equal numeric order. Used by key_encoding and everything that builds
-// or parses stored keys.
+// Revision codec: (main, sub) revision pairs and int64 meta values, big-endian
+// (epoch/byte_coding.h) so that RocksDB's bytewise order equals numeric order. Used by key_encoding
+// and everything that builds or parses stored keys.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -23,9 +23,6 @@ struct RevisionPair {
 };
 
 inline constexpr std::size_t kRevisionPairBytes = 16;
-
-void PutFixed64BigEndian(std::string* out, std::uint64_t v);
-std::uint64_t DecodeFixed64BigEndian(std::string_view in);  // in.size() >= 8
 
 void AppendRevisionPair(std::string* out, RevisionPair rev);
 // Decodes 16 bytes; false if `in` is shorter.

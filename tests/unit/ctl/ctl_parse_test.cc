@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "ctl.h"
+#include "epoch/byte_coding.h"
+#include "epoch/crc32c.h"
 #include "epoch/etcd_errors.h"
 #include "snapshot_file.h"
 #include "txn_parse.h"
@@ -109,28 +111,21 @@ TEST_CASE("durations, hex IDs and the error line", "[ctl]") {
 
 // A snapshot archive with no files, built by the SNAPSHOT.md rules.
 std::string Archive(std::string_view magic) {
-  auto u32 = [](std::uint32_t v, std::string* out) {
-    for (int s = 24; s >= 0; s -= 8) out->push_back(static_cast<char>(v >> s));
-  };
-  auto u64 = [&](std::uint64_t v, std::string* out) {
-    u32(static_cast<std::uint32_t>(v >> 32), out);
-    u32(static_cast<std::uint32_t>(v), out);
-  };
   std::string body;
-  u64(42, &body);     // applied index
-  u64(3, &body);      // applied term
-  u64(17, &body);     // revision
-  u64(0xabc, &body);  // cluster id
-  u64(0, &body);      // created
-  u32(3, &body);
-  for (std::uint64_t id : {1, 2, 3}) u64(id, &body);
-  u32(0, &body);  // learners
-  u32(0, &body);  // files
+  PutBigEndian64(&body, 42);     // applied index
+  PutBigEndian64(&body, 3);      // applied term
+  PutBigEndian64(&body, 17);     // revision
+  PutBigEndian64(&body, 0xabc);  // cluster id
+  PutBigEndian64(&body, 0);      // created
+  PutBigEndian32(&body, 3);
+  for (std::uint64_t id : {1, 2, 3}) PutBigEndian64(&body, id);
+  PutBigEndian32(&body, 0);  // learners
+  PutBigEndian32(&body, 0);  // files
   std::string payload(magic);
-  u32(1, &payload);
-  u32(static_cast<std::uint32_t>(body.size()), &payload);
+  PutBigEndian32(&payload, 1);
+  PutBigEndian32(&payload, static_cast<std::uint32_t>(body.size()));
   payload += body;
-  u32(Crc32c(body), &payload);
+  PutBigEndian32(&payload, crc32c::Value(body));
   payload += "EPOCHEND";
   payload.resize((payload.size() + 511) / 512 * 512, '\0');
   std::array<unsigned char, 32> digest{};
@@ -147,7 +142,7 @@ std::string WriteTemp(const std::string& name, const std::string& bytes) {
 }
 
 TEST_CASE("snapshot file: size rule, SHA-256 trailer, header", "[ctl]") {
-  CHECK(Crc32c("123456789") == 0xE3069283u);
+  CHECK(crc32c::Value("123456789") == 0xE3069283u);
   const std::string good = WriteTemp("ctl-good", Archive("EPOCHSNP"));
   Result<SnapshotInfo> info = ReadSnapshotInfo(good);
   REQUIRE(info.ok());

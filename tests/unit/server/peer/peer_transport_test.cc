@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "epoch/byte_coding.h"
+
 namespace epoch::server {
 namespace {
 
@@ -249,8 +251,9 @@ bool ServerClosesAfter(std::uint16_t port, const std::string& bytes,
 }
 
 std::string BigEndian32(std::uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
+  std::string out;
+  PutBigEndian32(&out, v);
+  return out;
 }
 
 // A frame as the transport writes it: big-endian length prefix, then the payload.

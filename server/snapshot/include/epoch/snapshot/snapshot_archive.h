@@ -3,7 +3,8 @@
 // state machine, plus the log position and membership the checkpoint corresponds to, into one
 // stream that ends with a SHA-256 trailer, padded so that the whole file is 32 bytes longer than a
 // multiple of 512 (etcdctl refuses a snapshot otherwise: clientv3/snapshot `hasChecksum`).
-// The byte layout is specified in server/SNAPSHOT.md; keep the two in step.
+// The byte layout is specified in server/SNAPSHOT.md and encoded by epoch::snapshot_format; this
+// file streams it from and to the files of a checkpoint.
 //
 // Who calls it: the Maintenance.Snapshot stream (ArchiveWriter, on a gRPC thread), the restore
 // mode of epochd (VerifyArchive / UnpackArchive), and the unit tests.
@@ -19,29 +20,14 @@
 #include <string_view>
 #include <vector>
 
-#include "epoch/raft/types.h"
+#include "epoch/snapshot_format/snapshot_format.h"
 #include "epoch/status.h"
-#include "epoch/strong_int.h"
 
 namespace epoch::server {
 
-inline constexpr std::uint32_t kArchiveVersion = 1;
-inline constexpr std::size_t kArchiveAlign = 512;
-inline constexpr std::size_t kArchiveTrailerBytes = 32;  // SHA-256
-
-// What the image is: the state machine after applying `applied_index` (of term `applied_term`),
-// at store revision `revision`, taken from cluster `cluster_id` whose membership was `conf`.
-struct ArchiveHeader {
-  LogIndex applied_index;
-  Term applied_term;
-  Revision revision;
-  std::uint64_t cluster_id = 0;
-  std::int64_t created_unix_ms = 0;  // informational
-  raft::ConfState conf;
-  std::uint32_t file_count = 0;  // filled by the writer
-
-  friend bool operator==(const ArchiveHeader&, const ArchiveHeader&) = default;
-};
+// What the image is (applied index and term, revision, cluster and membership). The writer fills
+// in file_count.
+using ArchiveHeader = snapshot_format::Header;
 
 // One file of the checkpoint: its name inside the archive (no directories) and where to read it.
 struct ArchiveFile {

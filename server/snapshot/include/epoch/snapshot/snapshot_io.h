@@ -1,24 +1,17 @@
-// Small helpers shared by the snapshot files: big-endian integers, whole-file POSIX I/O with
-// clear error messages, SHA-256 (OpenSSL EVP), and directory housekeeping.
+// Small helpers shared by the snapshot files: whole-file POSIX I/O with clear error messages and
+// directory housekeeping.
 //
 // Who calls it: the snapshot layer's archive, transfer, checkpoints and manager, and the
 // daemon's snapshot_restore.cc. Threading: pure functions and per-object state.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 
 #include "epoch/status.h"
 
 namespace epoch::server::snapshot_io {
-
-void PutU16(std::uint16_t v, std::string* out);
-void PutU32(std::uint32_t v, std::string* out);
-void PutU64(std::uint64_t v, std::string* out);
-[[nodiscard]] std::uint64_t GetBigEndian(const char* in, int bytes);
 
 // An open file descriptor, closed on destruction.
 class File {
@@ -54,24 +47,5 @@ class File {
 [[nodiscard]] Result<bool> IsMissingOrEmpty(const std::string& dir);
 // Best-effort recursive removal (logs nothing; returns the error text for the caller).
 Status RemoveAll(const std::string& path);
-
-// Incremental SHA-256.
-class Sha256 {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-
-  void Update(std::string_view data);
-  [[nodiscard]] std::array<unsigned char, 32> Finish();
-
- private:
-  struct Ctx;
-  std::unique_ptr<Ctx> ctx_;
-};
-
-// A file name the snapshot formats accept: non-empty, at most 255 bytes, no '/', not "." or "..".
-[[nodiscard]] bool IsSafeFileName(std::string_view name);
 
 }  // namespace epoch::server::snapshot_io

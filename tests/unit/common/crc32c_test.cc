@@ -1,13 +1,13 @@
 // CRC32C: known vectors (RFC 3720 B.4), hardware == portable, masking.
-#include "epoch/wal/crc32c.h"
+#include "epoch/crc32c.h"
 
 #include <catch2/catch.hpp>
 #include <random>
 #include <string>
 
-namespace crc32c = epoch::wal::crc32c;
+namespace crc32c = epoch::crc32c;
 
-TEST_CASE("crc32c matches the RFC 3720 test vectors", "[wal][crc]") {
+TEST_CASE("crc32c matches the RFC 3720 test vectors", "[common][crc]") {
   const std::string zeros(32, '\0');
   const std::string ones(32, '\xff');
   std::string ascending(32, '\0');
@@ -25,7 +25,8 @@ TEST_CASE("crc32c matches the RFC 3720 test vectors", "[wal][crc]") {
   }
 }
 
-TEST_CASE("crc32c hardware and portable paths agree at every length and alignment", "[wal][crc]") {
+TEST_CASE("crc32c hardware and portable paths agree at every length and alignment",
+          "[common][crc]") {
   INFO("hardware available: " << crc32c::HardwareAvailable());
   std::mt19937_64 rng(7);
   std::string buf(4096 + 16, '\0');
@@ -39,7 +40,7 @@ TEST_CASE("crc32c hardware and portable paths agree at every length and alignmen
   }
 }
 
-TEST_CASE("crc32c Extend composes and Mask round-trips", "[wal][crc]") {
+TEST_CASE("crc32c Extend composes and Mask round-trips", "[common][crc]") {
   const std::string s = "hello, write-ahead log";
   const std::uint32_t whole = crc32c::Value(s);
   const std::uint32_t split =

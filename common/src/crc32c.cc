@@ -1,5 +1,5 @@
 // CRC32C: slicing-by-8 table fallback and the SSE4.2 path (see crc32c.h).
-#include "epoch/wal/crc32c.h"
+#include "epoch/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace epoch::wal::crc32c {
+namespace epoch::crc32c {
 namespace {
 
 constexpr std::uint32_t kPolyReflected = 0x82f63b78u;
@@ -102,4 +102,4 @@ std::uint32_t Extend(std::uint32_t crc, const char* data, std::size_t n) {
   return kHardware ? ExtendHardware(crc, data, n) : ExtendPortable(crc, data, n);
 }
 
-}  // namespace epoch::wal::crc32c
+}  // namespace epoch::crc32c

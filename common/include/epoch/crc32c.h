@@ -1,4 +1,6 @@
-// CRC32C (Castagnoli) for the WAL's frame and record checksums (wal/FORMAT.md §8).
+// CRC32C (Castagnoli): the WAL's frame and record checksums (masked, wal/FORMAT.md §8), the
+// snapshot archive's header and file checksums and the snapshot chunks' (unmasked,
+// server/SNAPSHOT.md).
 // Uses the SSE4.2 crc32 instruction when the CPU has it (checked once at run time) and a portable
 // slicing-by-8 table otherwise; both give identical results (crc32c_test.cc checks them against
 // each other and against the RFC 3720 vectors).
@@ -10,7 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace epoch::wal::crc32c {
+namespace epoch::crc32c {
 
 // Returns the CRC32C of A ++ data, given crc = CRC32C(A). Extend(0, ...) starts a new CRC.
 [[nodiscard]] std::uint32_t Extend(std::uint32_t crc, const char* data, std::size_t n);
@@ -35,4 +37,4 @@ inline constexpr std::uint32_t kMaskDelta = 0xa282ead8u;
   return (rot >> 17) | (rot << 15);
 }
 
-}  // namespace epoch::wal::crc32c
+}  // namespace epoch::crc32c
