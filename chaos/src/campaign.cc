@@ -8,7 +8,6 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <thread>
 
 #include "epoch/chaos/chaos_cluster.h"
 #include "epoch/chaos/faults.h"
@@ -16,11 +15,14 @@
 #include "epoch/chaos/register_workload.h"
 #include "epoch/chaos/watch_workload.h"
 #include "epoch/client/client.h"
+#include "epoch/test_support/eventually.h"
 
 namespace epoch::chaos {
 namespace {
 
 using std::chrono::milliseconds;
+using test_support::Eventually;
+using test_support::kProcessPoll;
 
 constexpr std::array<const char*, 8> kCheckers = {"linearizability", "serializable", "watch",
                                                   "fencing",         "convergence",  "recovery",
@@ -49,16 +51,6 @@ double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
   return v[std::clamp<std::size_t>(k, 1, v.size()) - 1];
-}
-
-template <typename Pred>
-bool WaitUntil(Pred pred, milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return pred();
 }
 
 // The end-of-round marker every watcher must see. It is part of the check, not a measurement:
@@ -142,7 +134,8 @@ void Round::Run() {
   ++t_.rounds;
   auto cc = ChaosCluster::Start({o_.epochd_path, o_.nodes, o_.raft_flags, seed_});
   if (!cc.ok()) return Violation("setup", cc.status().ToString());
-  if (!WaitUntil([&] { return EveryLinkProxied((*cc)->net()); }, milliseconds(10'000))) {
+  if (!Eventually([&] { return EveryLinkProxied((*cc)->net()); }, milliseconds(10'000),
+                  kProcessPoll)) {
     (*cc)->nodes().KeepFiles();
     return Violation("setup", "some peer link never went through its proxy");
   }
@@ -164,7 +157,7 @@ void Round::Run() {
   WatchWorkload watch({endpoints, 2, "/reg/", start_rev});
   reg.Start();
   watch.Start();
-  if (!WaitUntil([&] { return reg.completed() >= 20; }, milliseconds(15'000))) {
+  if (!Eventually([&] { return reg.completed() >= 20; }, milliseconds(15'000), kProcessPoll)) {
     Violation("recovery", "the register workload made no progress on a fresh cluster");
   }
   for (std::size_t k = 0; k < kinds_.size() && violations_.empty(); ++k) {
@@ -189,8 +182,8 @@ bool Round::Iterate(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg
   test::TestCluster& tc = cc.nodes();
   auto healthy = tc.WaitHealthy(milliseconds(20'000));
   std::uint64_t before = reg.completed_writes();
-  bool progress = healthy.ok() && WaitUntil([&] { return reg.completed_writes() >= before + 5; },
-                                            milliseconds(15'000));
+  bool progress = healthy.ok() && Eventually([&] { return reg.completed_writes() >= before + 5; },
+                                             milliseconds(15'000), kProcessPoll);
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Log(fmt::format("iteration {}: {} — {} ({:.0f} ms to healthy and progressing)", next_ - 1,

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <sstream>
-#include <thread>
 
+#include "epoch/test_support/eventually.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::chaos {
@@ -67,14 +67,13 @@ Status ChaosCluster::MoveLeader(int from, int to) {
 }
 
 Status ChaosCluster::CheckConverged(std::chrono::milliseconds timeout, std::string* detail) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<int> running;
   for (int i = 0; i < size(); ++i) {
     if (cluster_->IsRunning(i) && !cluster_->IsPaused(i)) running.push_back(i);
   }
   std::int64_t revision = -1;
   std::string seen;
-  while (std::chrono::steady_clock::now() < deadline) {
+  auto one_revision = [&] {
     std::int64_t lo = INT64_MAX, hi = -1;
     seen.clear();
     for (int i : running) {
@@ -84,12 +83,10 @@ Status ChaosCluster::CheckConverged(std::chrono::milliseconds timeout, std::stri
       lo = std::min(lo, r);
       hi = std::max(hi, r);
     }
-    if (lo == hi && lo > 0) {
-      revision = lo;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    if (lo == hi && lo > 0) revision = lo;
+    return revision > 0;
+  };
+  test_support::Eventually(one_revision, timeout, std::chrono::milliseconds(50));
   if (revision < 0) {
     return Status::Aborted(fmt::format("members never reached one revision:{}", seen));
   }
@@ -118,18 +115,7 @@ std::uint64_t ChaosCluster::SumMetric(std::string_view name) {
   std::uint64_t sum = 0;
   for (int i = 0; i < size(); ++i) {
     if (!cluster_->IsRunning(i) || cluster_->IsPaused(i)) continue;
-    auto r = cluster_->Http(i, "/metrics");
-    if (!r.ok()) continue;
-    std::istringstream in(r->body);
-    for (std::string line; std::getline(in, line);) {
-      if (line.starts_with(name) && line.size() > name.size() && line[name.size()] == ' ') {
-        try {
-          sum += static_cast<std::uint64_t>(std::stod(line.substr(name.size() + 1)));
-        } catch (const std::exception&) {
-          // not a number: leave it out of the sum
-        }
-      }
-    }
+    sum += static_cast<std::uint64_t>(cluster_->Metric(i, name).value_or(0));
   }
   return sum;
 }

@@ -8,6 +8,7 @@
 #include <stop_token>
 
 #include "epoch/client/client.h"
+#include "epoch/test_support/eventually.h"
 
 namespace epoch::chaos {
 namespace {
@@ -99,17 +100,14 @@ void WatchWorkload::Run(int index, Watcher* w) {
 }
 
 bool WatchWorkload::WaitForRevision(std::int64_t revision, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    bool all = true;
+  auto every_watcher_there = [&] {
     for (auto& w : watchers_) {
       std::lock_guard lock(w->mu);
-      all = all && !w->events.empty() && w->events.back().revision >= revision;
+      if (w->events.empty() || w->events.back().revision < revision) return false;
     }
-    if (all) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+    return true;
+  };
+  return test_support::Eventually(every_watcher_there, timeout, test_support::kProcessPoll);
 }
 
 WatchReport WatchWorkload::Check(const std::vector<WatchEvent>& history) const {

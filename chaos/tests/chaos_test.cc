@@ -1,19 +1,18 @@
 // Unit tests of the chaos harness's own parts: the proxy obeys its faults, the checkers flag what
 // they must, the fault schedule covers every kind. The campaign itself runs as ctest chaos_short.
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <asio.hpp>
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <set>
-#include <thread>
 
 #include "epoch/chaos/chaos_cluster.h"
 #include "epoch/chaos/faults.h"
 #include "epoch/chaos/lock_workload.h"
 #include "epoch/chaos/proxy_net.h"
 #include "epoch/chaos/watch_workload.h"
+#include "epoch/test_support/eventually.h"
+#include "epoch/test_support/temp_dir.h"
 
 namespace {
 
@@ -90,12 +89,9 @@ namespace {
 
 // A fenced.db with the given commits (job, stage, token, worker), checked by LockWorkload.
 std::string FencingVerdict(const std::vector<std::array<std::int64_t, 3>>& commits) {
-  std::string dir =
-      std::filesystem::temp_directory_path() / ("epoch-chaos-test-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::filesystem::remove(dir + "/fenced.db");
+  epoch::test_support::TempDir dir("epoch-chaos-test");
   sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open((dir + "/fenced.db").c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_open(dir.Sub("fenced.db").c_str(), &db) == SQLITE_OK);
   std::string sql =
       "CREATE TABLE commits (seq INTEGER PRIMARY KEY AUTOINCREMENT, job TEXT, stage INTEGER,"
       " token INTEGER, worker INTEGER); CREATE TABLE worker_stats (worker INTEGER PRIMARY KEY,"
@@ -106,10 +102,8 @@ std::string FencingVerdict(const std::vector<std::array<std::int64_t, 3>>& commi
   }
   REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(db);
-  epoch::chaos::LockWorkload w({"", "", dir, 0, "j", 1});
-  std::string v = w.Check().violation;
-  std::filesystem::remove_all(dir);
-  return v;
+  epoch::chaos::LockWorkload w({"", "", dir.path(), 0, "j", 1});
+  return w.Check().violation;
 }
 
 }  // namespace
@@ -153,17 +147,16 @@ TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint 
   for (int j = 0; j < tc.size(); ++j) {
     if (j != *leader) (*cc)->net().SetPair(*leader, j, LinkFault::Cut());
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  bool moved = false;
-  while (!moved && std::chrono::steady_clock::now() < deadline) {
-    for (int j = 0; j < tc.size() && !moved; ++j) {
+  auto moved = [&] {
+    for (int j = 0; j < tc.size(); ++j) {
       if (j == *leader) continue;
       auto s = tc.NodeStatus(j);
-      moved = s.ok() && s->leader() != 0 && s->leader() != tc.node(*leader).member_id;
+      if (s.ok() && s->leader() != 0 && s->leader() != tc.node(*leader).member_id) return true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  CHECK(moved);
+    return false;
+  };
+  CHECK(epoch::test_support::Eventually(moved, std::chrono::seconds(15),
+                                        epoch::test_support::kProcessPoll));
   (*cc)->net().HealAll();
   CHECK(tc.WaitHealthy(std::chrono::seconds(20)).ok());
   std::string detail;

@@ -171,21 +171,11 @@ std::string VoteFrame(std::uint64_t from, std::uint64_t to) {
   return Framed(frame.SerializeAsString());
 }
 
-bool LogContains(const TestCluster& cluster, int i, const std::string& text) {
-  std::ifstream in(cluster.node(i).log_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str().find(text) != std::string::npos;
-}
-
 // Waits (bounded) for `text` to appear in node i's log.
 bool WaitLog(const TestCluster& cluster, int i, const std::string& text) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!LogContains(cluster, i, text)) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
+  return Eventually(
+      [&] { return ReadFileIfExists(cluster.node(i).log_path).find(text) != std::string::npos; },
+      std::chrono::seconds(5), std::chrono::milliseconds(10));
 }
 
 TEST_CASE("garbage on the peer port is dropped and the node keeps serving",

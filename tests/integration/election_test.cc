@@ -182,10 +182,12 @@ TEST_CASE("Election service: observe follows resign, proclaim, lease revoke and 
     second = Campaign(cluster->Channel(follower), "el/b", l2, "second");
     done = true;
   });
-  const bool queued = WaitUntil([&] {
-    auto r = RangePrefix(lead, "el/b/");
-    return r && r->kvs_size() == 2;
-  });
+  const bool queued = Eventually(
+      [&] {
+        auto r = RangePrefix(lead, "el/b/");
+        return r && r->kvs_size() == 2;
+      },
+      std::chrono::seconds(10), kProcessPoll);
   const bool waited = !done.load();
   INFO("second campaign: " << second.status.error_message());
   grpc::Status resigned = Resign(lead, &first.leader);

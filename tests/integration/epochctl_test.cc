@@ -8,9 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <iterator>
 #include <sstream>
-#include <thread>
 
 #include "epoch/etcd_errors.h"
 #include "support.h"
@@ -60,11 +58,6 @@ std::string TempPath(const TestCluster& cluster, const std::string& name) {
   return (std::filesystem::path(cluster.dir()) / name).string();
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // A long-running epochctl (output to a log file) that the test signals.
 test::ChildProcess SpawnCtl(const TestCluster& cluster, std::vector<std::string> args,
                             const std::string& log) {
@@ -76,11 +69,8 @@ test::ChildProcess SpawnCtl(const TestCluster& cluster, std::vector<std::string>
 
 // Polls the log until it contains `text` (20 s deadline).
 bool LogShows(const std::string& log, const std::string& text) {
-  for (const auto deadline = Clock::now() + seconds(20); Clock::now() < deadline;) {
-    if (ReadFile(log).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
+  return Eventually([&] { return ReadFileIfExists(log).find(text) != std::string::npos; },
+                    seconds(20), kProcessPoll);
 }
 
 }  // namespace
@@ -274,11 +264,12 @@ TEST_CASE("epochctl: leases and lease show, lock with a command, elect, jobs, sn
                    "echo $ETCD_LOCK_KEY > " + marker + "; exec sleep 60"});
   });
   std::string key;
-  for (const auto deadline = Clock::now() + seconds(20); key.empty() && Clock::now() < deadline;) {
-    std::ifstream(marker) >> key;
-    if (key.empty()) holder.wait_for(milliseconds(20));
-  }
-  REQUIRE_FALSE(key.empty());
+  REQUIRE(Eventually(
+      [&] {
+        std::ifstream(marker) >> key;
+        return !key.empty();
+      },
+      seconds(20), kProcessPoll));
   const std::string lock_lease = key.substr(key.find('/') + 1);
   CHECK(CtlOk(c, {"lease", "revoke", lock_lease}).find("revoked") != std::string::npos);
   CommandResult lost = holder.get();

@@ -183,12 +183,13 @@ TEST_CASE("count_only, revision filters and serializable reads", "[integration][
   // on how soon; it must happen).
   EtcdctlOk(*cluster, {"put", "foo/s", "late"}, {}, cluster->node(*leader).client_address());
   std::string follower_endpoint = cluster->node(follower).client_address();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string seen;
-  while (std::chrono::steady_clock::now() < deadline) {
-    seen = EtcdctlOk(*cluster, {"get", "foo/s", "--consistency=s"}, {}, follower_endpoint);
-    if (!seen.empty()) break;
-  }
+  Eventually(
+      [&] {
+        seen = EtcdctlOk(*cluster, {"get", "foo/s", "--consistency=s"}, {}, follower_endpoint);
+        return !seen.empty();
+      },
+      std::chrono::seconds(10), kProcessPoll);
   CHECK(seen == "foo/s\nlate\n");
   // A linearizable read through the follower sees it at once.
   CHECK(EtcdctlOk(*cluster, {"get", "foo/s"}, {}, follower_endpoint) == "foo/s\nlate\n");

@@ -81,12 +81,8 @@ std::size_t TotalAcked(const std::vector<std::unique_ptr<Writer>>& writers) {
 // Waits (bounded) until the writers together reach `target` acknowledgements.
 bool WaitAcked(const std::vector<std::unique_ptr<Writer>>& writers, std::size_t target,
                std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (TotalAcked(writers) < target) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
+  return Eventually([&] { return TotalAcked(writers) >= target; }, timeout,
+                    std::chrono::milliseconds(5));
 }
 
 // Every key under "w" as seen through node i: linearizable, or serializable (local state).
@@ -140,12 +136,8 @@ bool SameKvs(const etcdserverpb::RangeResponse& a, const etcdserverpb::RangeResp
 
 // Waits (bounded) until node i's local state equals `want`, e.g. after it restarted and caught up.
 bool WaitLocalState(TestCluster& cluster, int i, const etcdserverpb::RangeResponse& want) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (SameKvs(Dump(cluster, i, true), want)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return Eventually([&] { return SameKvs(Dump(cluster, i, true), want); }, std::chrono::seconds(20),
+                    kProcessPoll);
 }
 
 TEST_CASE(

@@ -20,7 +20,7 @@ namespace {
 // The first number after `word ` in the holder's log; REQUIREs it.
 std::int64_t NumberAfter(const std::string& log, const std::string& word) {
   std::smatch m;
-  const std::string text = ReadTextFile(log);
+  const std::string text = ReadFileIfExists(log);
   INFO(log << ":\n" << text);
   REQUIRE(std::regex_search(text, m, std::regex(word + " ([0-9]+)")));
   return std::stoll(m[1].str());
@@ -57,8 +57,8 @@ void RunFencingScenario(const std::string& via) {
   const std::string go_file = cluster->dir() + "/go-h1";
 
   test::ChildProcess h1 = StartHolder(*cluster, "h1", via, go_file);
-  REQUIRE(WaitUntil([&] { return ReadTextFile(h1_log).find("waiting") != std::string::npos; },
-                    std::chrono::seconds(20)));
+  REQUIRE(Eventually([&] { return ReadFileIfExists(h1_log).find("waiting") != std::string::npos; },
+                     std::chrono::seconds(20), kProcessPoll));
   const std::int64_t t1 = NumberAfter(h1_log, "acquired");
   h1.Signal(SIGSTOP);  // paused between its check and its write, past its 2 s TTL
 
@@ -68,7 +68,7 @@ void RunFencingScenario(const std::string& via) {
   const auto took_over_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::steady_clock::now() - start)
                                 .count();
-  INFO("h2: " << ReadTextFile(h2_log));
+  INFO("h2: " << ReadFileIfExists(h2_log));
   REQUIRE(h2_exit == 0);
   const std::int64_t t2 = NumberAfter(h2_log, "applied");
   CHECK(t2 > t1);
@@ -78,9 +78,9 @@ void RunFencingScenario(const std::string& via) {
   std::ofstream(go_file) << "go\n";
   h1.Signal(SIGCONT);
   const std::optional<int> h1_exit = h1.WaitExit(std::chrono::seconds(30));
-  INFO("h1: " << ReadTextFile(h1_log));
+  INFO("h1: " << ReadFileIfExists(h1_log));
   CHECK(h1_exit == 3);
-  CHECK(ReadTextFile(h1_log).find(fmt::format("stale {} {}", t1, t2)) != std::string::npos);
+  CHECK(ReadFileIfExists(h1_log).find(fmt::format("stale {} {}", t1, t2)) != std::string::npos);
 
   CommandResult row = test::RunCommand(
       {FENCING_HOLDER_PATH, "--db", cluster->dir() + "/fence.db", "--job", "job-1", "--read"}, {},

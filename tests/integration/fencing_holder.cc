@@ -24,12 +24,12 @@
 #include <filesystem>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "epoch/client/client.h"
 #include "epoch/client/mutex.h"
 #include "epoch/client/session.h"
 #include "epoch/client/sqlite_fencing.h"
+#include "epoch/test_support/eventually.h"
 #include "v3lockpb/v3lock.grpc.pb.h"
 
 namespace {
@@ -97,10 +97,9 @@ FencingToken LockViaService(const std::string& endpoint, const std::string& name
 }
 
 void WaitForFile(const std::string& path) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!std::filesystem::exists(path)) {
-    if (std::chrono::steady_clock::now() > deadline) Die(1, "error: no go file " + path);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!epoch::test_support::Eventually([&] { return std::filesystem::exists(path); },
+                                       std::chrono::seconds(30), std::chrono::milliseconds(5))) {
+    Die(1, "error: no go file " + path);
   }
 }
 

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <regex>
-#include <thread>
 
 #include "epoch/etcd_errors.h"
 #include "support.h"
@@ -189,13 +188,13 @@ TEST_CASE("keys attached with put --lease disappear at expiry in one revision",
   const std::int64_t rev = last.header().revision();
 
   // Wait (bounded) until the lease expired: TTL 1 s on the cluster clock.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   std::string now_listed;
-  while (std::chrono::steady_clock::now() < give_up) {
-    now_listed = EtcdctlOk(*cluster, {"get", "exp/", "--prefix", "--keys-only"});
-    if (Lines(now_listed).size() == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling, not a fixed wait
-  }
+  Eventually(
+      [&] {
+        now_listed = EtcdctlOk(*cluster, {"get", "exp/", "--prefix", "--keys-only"});
+        return Lines(now_listed).size() == 1;
+      },
+      std::chrono::seconds(15), kProcessPoll);
   REQUIRE(Lines(now_listed) == std::vector<std::string>{"exp/c"});
   auto after =
       ParseJson<etcdserverpb::RangeResponse>(EtcdctlOk(*cluster, {"get", "exp/c", "-w", "json"}));

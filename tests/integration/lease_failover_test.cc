@@ -86,12 +86,10 @@ v1::ClockStatusResponse ClockOf(TestCluster& cluster, int node) {
 
 // Polls (bounded) until `node` leads with its cluster clock running.
 void WaitClockRunning(TestCluster& cluster, int node) {
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (Clock::now() < give_up) {
-    if (ClockOf(cluster, node).leader_clock_running()) return;
-    std::this_thread::sleep_for(milliseconds(2));  // polling, not a fixed wait
+  if (!Eventually([&] { return ClockOf(cluster, node).leader_clock_running(); },
+                  std::chrono::seconds(10), milliseconds(2))) {
+    FAIL("the new leader's cluster clock did not start within 10 s");
   }
-  FAIL("the new leader's cluster clock did not start within 10 s");
 }
 
 // Keeps one lease alive over an etcdserverpb.Lease/LeaseKeepAlive stream, as clientv3 does:
@@ -180,12 +178,13 @@ FailoverSample KillLeaderAndMeasure(TestCluster& cluster, std::int64_t ttl_ms) {
   WaitClockRunning(cluster, s.old_leader);
   const std::int64_t id = GrantMs(cluster, s.old_leader, ttl_ms);
   // Use up a second of the TTL so "reset to full" cannot hide inside the bound.
-  Reading r0 = StatusOf(cluster, s.old_leader, id);
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (r0.status.remaining_ttl_ms() > ttl_ms - 1000 && Clock::now() < give_up) {
-    std::this_thread::sleep_for(milliseconds(20));  // polling the lease, not a fixed wait
-    r0 = StatusOf(cluster, s.old_leader, id);
-  }
+  Reading r0;
+  Eventually(
+      [&] {
+        r0 = StatusOf(cluster, s.old_leader, id);
+        return r0.status.remaining_ttl_ms() <= ttl_ms - 1000;
+      },
+      std::chrono::seconds(10), kProcessPoll);
   REQUIRE(r0.status.found());
   REQUIRE(r0.status.remaining_ttl_ms() <= ttl_ms - 1000);
 
@@ -258,15 +257,12 @@ TEST_CASE("SIGKILL the leader during a keep-alive stream: the lease survives, TT
 
   // The stream rode out the failover: answered again after the new leader's clock started,
   // never with TTL 0, and the kept lease is alive.
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
   auto answered_after = [&] {
     int n = 0;
     for (const auto& [at, ttl] : streamer.replies()) n += at > sample.clock_running_at ? 1 : 0;
     return n;
   };
-  while (answered_after() < 3 && Clock::now() < give_up) {
-    std::this_thread::sleep_for(milliseconds(20));  // polling the stream, not a fixed wait
-  }
+  Eventually([&] { return answered_after() >= 3; }, std::chrono::seconds(10), kProcessPoll);
   streamer.Stop();
   CHECK(answered_after() >= 3);
   for (const auto& [at, ttl] : streamer.replies()) CHECK(ttl == 3);

@@ -144,13 +144,8 @@ TEST_CASE("epoch.v1 lease: millisecond TTLs, status on the cluster clock, fencin
   }
 
   // Left alone, the lease expires about 1.5 s after its last renewal and its key goes with it.
-  const auto give_up = Clock::now() + std::chrono::seconds(15);
-  bool gone = false;
-  while (!gone && Clock::now() < give_up) {
-    gone = !StatusOf(*on_leader, g.id(), false).found();
-    if (!gone) std::this_thread::sleep_for(milliseconds(50));  // polling, not a fixed wait
-  }
-  REQUIRE(gone);
+  REQUIRE(Eventually([&] { return !StatusOf(*on_leader, g.id(), false).found(); },
+                     std::chrono::seconds(15), kProcessPoll));
   CHECK(MustRange(*cluster, *leader, "job/1").kvs_size() == 0);
 
   // The lease metrics on the leader.

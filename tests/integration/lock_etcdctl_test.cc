@@ -63,8 +63,8 @@ TEST_CASE("etcdctl lock: concurrent holders never overlap and revisions grow in 
     INFO(r.Describe());
     CHECK(r.exit_code == 0);
   }
-  const std::vector<std::string> lines = Lines(ReadTextFile(file));
-  INFO("critical-section file:\n" << ReadTextFile(file));
+  const std::vector<std::string> lines = Lines(ReadFileIfExists(file));
+  INFO("critical-section file:\n" << ReadFileIfExists(file));
   REQUIRE(lines.size() == 2 * kHolders);
   std::int64_t previous = 0;
   for (std::size_t i = 0; i < lines.size(); i += 2) {
@@ -88,10 +88,12 @@ TEST_CASE("etcdctl lock waits for a holder of the server-side Lock service",
   CommandResult r;
   std::thread t([&] { r = cluster->Etcdctl(LockArgs("jobs/lk3", "echo \"$ETCD_LOCK_REV\"")); });
   // etcdctl queued behind the service's holder, and is still waiting.
-  const bool queued = WaitUntil([&] {
-    auto q = RangePrefix(cluster->Channel(0), "jobs/lk3/");
-    return q && q->kvs_size() == 2;
-  });
+  const bool queued = Eventually(
+      [&] {
+        auto q = RangePrefix(cluster->Channel(0), "jobs/lk3/");
+        return q && q->kvs_size() == 2;
+      },
+      std::chrono::seconds(10), kProcessPoll);
   grpc::Status unlocked = Unlock(cluster->Channel(0), held.key);
   t.join();
   REQUIRE(queued);
@@ -116,7 +118,8 @@ struct Elect {
     process = std::move(*p);
   }
   bool Printed(const std::string& text) const {
-    return WaitUntil([&] { return ReadTextFile(log).find(text) != std::string::npos; });
+    return Eventually([&] { return ReadFileIfExists(log).find(text) != std::string::npos; },
+                      std::chrono::seconds(10), kProcessPoll);
   }
 };
 
@@ -128,11 +131,13 @@ TEST_CASE("etcdctl elect: campaign, observe with -l, takeover on resign, proclai
   Elect observer(*cluster, "elect-l.log", {"-l", "ec"});
   REQUIRE(observer.Printed("alpha"));
   Elect b(*cluster, "elect-b.log", {"ec", "beta"});
-  REQUIRE(WaitUntil([&] {
-    auto q = RangePrefix(cluster->Channel(0), "ec/");
-    return q && q->kvs_size() == 2;
-  }));
-  CHECK(ReadTextFile(b.log).find("beta") == std::string::npos);  // queued, not elected
+  REQUIRE(Eventually(
+      [&] {
+        auto q = RangePrefix(cluster->Channel(0), "ec/");
+        return q && q->kvs_size() == 2;
+      },
+      std::chrono::seconds(10), kProcessPoll));
+  CHECK(ReadFileIfExists(b.log).find("beta") == std::string::npos);  // queued, not elected
 
   a.process.Signal(SIGINT);  // etcdctl resigns and exits
   CHECK(a.process.WaitExit(std::chrono::seconds(10)) == 0);

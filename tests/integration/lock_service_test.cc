@@ -83,7 +83,8 @@ TEST_CASE("Lock service: a waiter on a follower gets the lock when the holder's 
     done = true;
   });
   // The waiter queued its key and keeps waiting while the holder's key exists.
-  const bool queued = WaitUntil([&] { return QueueLength(*cluster, follower, "svc/c/") == 2; });
+  const bool queued = Eventually([&] { return QueueLength(*cluster, follower, "svc/c/") == 2; },
+                                 std::chrono::seconds(10), kProcessPoll);
   const bool waiting_while_held = !done.load();
   grpc::Status revoked = RevokeLease(cluster->Channel(*leader), holder_lease);
   t.join();
@@ -134,7 +135,8 @@ TEST_CASE("Lock service: a cancelled waiter stops waiting and its key is deleted
     LockOutcome waiter =
         Lock(cluster->Channel(node), "svc/e", waiter_lease, std::chrono::milliseconds(700));
     CHECK(waiter.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
-    CHECK(WaitUntil([&] { return QueueLength(*cluster, *leader, "svc/e/") == 1; }));
+    CHECK(Eventually([&] { return QueueLength(*cluster, *leader, "svc/e/") == 1; },
+                     std::chrono::seconds(10), kProcessPoll));
   }
   // The lock still works for the next waiter once the holder unlocks.
   auto held = RangePrefix(cluster->Channel(*leader), "svc/e/");

@@ -1,6 +1,5 @@
 // Helpers for the Lock / Election / fencing tests: gRPC calls without assertions (safe on any
-// thread), a queue a reader thread fills and the test thread drains with a deadline, and polling
-// a condition with a deadline.
+// thread), and a queue a reader thread fills and the test thread drains with a deadline.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -8,13 +7,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <fstream>
-#include <functional>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "v3electionpb/v3election.grpc.pb.h"
@@ -104,25 +99,6 @@ inline std::optional<etcdserverpb::RangeResponse> RangePrefix(
   etcdserverpb::RangeResponse response;
   if (!stub->Range(&ctx, request, &response).ok()) return std::nullopt;
   return response;
-}
-
-// The whole file ("" if missing).
-inline std::string ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Polls `condition` every 10 ms until it holds or `timeout` passes.
-inline bool WaitUntil(const std::function<bool()>& condition,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 // A queue one thread fills and another drains with a deadline.

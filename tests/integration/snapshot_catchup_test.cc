@@ -3,45 +3,21 @@
 // keeps it across its own restart (server/SNAPSHOT.md §3, §4).
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <sstream>
-#include <thread>
-
+#include "epoch/test_support/eventually.h"
 #include "support.h"
 
 namespace epoch::integration {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A counter or gauge from node i's /metrics, or -1 when unavailable.
-double Metric(TestCluster& cluster, int i, const std::string& name) {
-  Result<test::HttpResponse> r = cluster.Http(i, "/metrics");
-  if (!r.ok() || r->code != 200) return -1;
-  std::istringstream in(r->body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
-  }
-  return -1;
-}
-
-// Polls `condition` every 20 ms until it holds or `timeout` passes.
-template <typename Condition>
-bool WaitFor(Condition condition, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
+using test_support::Eventually;
+using test_support::kProcessPoll;
 
 // Snapshots streamed by every member but `follower`.
 double SentByOthers(TestCluster& cluster, int follower) {
   double sent = 0;
   for (int i = 0; i < cluster.size(); ++i) {
-    if (i != follower) sent += std::max(0.0, Metric(cluster, i, "epoch_snapshots_sent_total"));
+    if (i != follower) sent += cluster.Metric(i, "epoch_snapshots_sent_total").value_or(0);
   }
   return sent;
 }
@@ -125,8 +101,8 @@ TEST_CASE("a follower restarted after the log was compacted catches up from a sn
     REQUIRE(put.ok());
   }
   REQUIRE(Put(*kv, "catchup/00000", "rewritten").ok());
-  const double compactions = Metric(cluster, *leader, "epoch_log_compactions_total");
-  const double first_index = Metric(cluster, *leader, "epoch_raft_first_index");
+  const double compactions = cluster.Metric(*leader, "epoch_log_compactions_total").value_or(-1);
+  const double first_index = cluster.Metric(*leader, "epoch_raft_first_index").value_or(-1);
   fmt::print(
       "catch-up: follower stopped at index {}; the leader compacted {} times, its log now "
       "starts at {}\n",
@@ -142,33 +118,36 @@ TEST_CASE("a follower restarted after the log was compacted catches up from a sn
   REQUIRE(want->kvs_size() == 1520);
   // Server side first (a fresh HTTP connection per poll): the follower applied what the leader
   // had applied after the last write. (The gRPC channel to it may still be in reconnect backoff.)
-  const double leader_applied = Metric(cluster, *leader, "epoch_raft_applied_index");
+  const double leader_applied = cluster.Metric(*leader, "epoch_raft_applied_index").value_or(-1);
   REQUIRE(leader_applied > static_cast<double>(follower_last));
-  const bool applied = WaitFor(
-      [&] { return Metric(cluster, follower, "epoch_raft_applied_index") >= leader_applied; }, 30s);
+  const bool applied = Eventually(
+      [&] {
+        return cluster.Metric(follower, "epoch_raft_applied_index").value_or(-1) >= leader_applied;
+      },
+      30s, kProcessPoll);
   const auto applied_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - restarted_at)
                               .count();
   CHECK(applied);
-  bool caught_up = WaitFor(
+  bool caught_up = Eventually(
       [&] {
         Result<etcdserverpb::RangeResponse> got = LocalDump(cluster, follower);
         return got.ok() && SameKvs(*got, *want);
       },
-      30s);
+      30s, kProcessPoll);
   INFO(cluster.LogTail(follower));
   REQUIRE(caught_up);
   // Counted by whichever member led when the follower came back (a stalled machine can move
   // the leader during the 1500 puts, which still reach it by forwarding), and only once the
   // follower's final ack has reached it.
   double sent = 0;
-  WaitFor(
+  Eventually(
       [&] {
         sent = SentByOthers(cluster, follower);
         return sent >= 1;
       },
-      10s);
-  const double installed = Metric(cluster, follower, "epoch_snapshots_installed_total");
+      10s, kProcessPoll);
+  const double installed = cluster.Metric(follower, "epoch_snapshots_installed_total").value_or(-1);
   fmt::print(
       "catch-up: follower applied up to the leader's index {} {} ms after its restart; "
       "snapshots sent by the other members: {}, installed by it: {}\n",
@@ -179,11 +158,11 @@ TEST_CASE("a follower restarted after the log was compacted catches up from a sn
   // The installed image rebuilt the follower's in-memory per-key history: the same keys and
   // revisions as the leader's, and a read at an older revision answers alike (the value
   // "catchup/00000" had before it was rewritten).
-  CHECK(Metric(cluster, follower, "epoch_kv_index_revisions") >= 1521);
-  CHECK(Metric(cluster, follower, "epoch_kv_index_revisions") ==
-        Metric(cluster, *leader, "epoch_kv_index_revisions"));
-  CHECK(Metric(cluster, follower, "epoch_kv_index_keys") ==
-        Metric(cluster, *leader, "epoch_kv_index_keys"));
+  CHECK(cluster.Metric(follower, "epoch_kv_index_revisions").value_or(-1) >= 1521);
+  CHECK(cluster.Metric(follower, "epoch_kv_index_revisions").value_or(-1) ==
+        cluster.Metric(*leader, "epoch_kv_index_revisions").value_or(-1));
+  CHECK(cluster.Metric(follower, "epoch_kv_index_keys").value_or(-1) ==
+        cluster.Metric(*leader, "epoch_kv_index_keys").value_or(-1));
   const std::int64_t before_rewrite = want->header().revision() - 1;
   Result<etcdserverpb::RangeResponse> old_leader =
       LocalGetAt(cluster, *leader, "catchup/00000", before_rewrite);
@@ -209,12 +188,12 @@ TEST_CASE("a follower restarted after the log was compacted catches up from a sn
   REQUIRE(Put(*kv, "catchup/after", "restart").ok());
   Result<etcdserverpb::RangeResponse> want2 = LocalDump(cluster, *leader);
   REQUIRE(want2.ok());
-  CHECK(WaitFor(
+  CHECK(Eventually(
       [&] {
         Result<etcdserverpb::RangeResponse> got = LocalDump(cluster, follower);
         return got.ok() && SameKvs(*got, *want2);
       },
-      30s));
+      30s, kProcessPoll));
   Result<int> healthy = cluster.WaitHealthy(30s);
   INFO(healthy.status().ToString());
   CHECK(healthy.ok());

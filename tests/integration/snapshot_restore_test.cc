@@ -3,20 +3,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "support.h"
 
 namespace epoch::integration {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // The arguments epochd --restore-snapshot needs for node i of `cluster` (the same identity flags
 // the harness starts it with).
@@ -103,7 +94,7 @@ TEST_CASE("etcdctl snapshot save, then restore a new cluster from the file and r
     std::string damaged = bytes;
     damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 1);
     const std::string bad_file = source->dir() + "/damaged.db";
-    std::ofstream(bad_file, std::ios::binary) << damaged;
+    WriteFile(bad_file, damaged);
     const std::string fresh = target.dir() + "/fresh";
     test::CommandResult bad = RunRestore(target, 0, bad_file, fresh);
     INFO(bad.Describe());
@@ -111,7 +102,7 @@ TEST_CASE("etcdctl snapshot save, then restore a new cluster from the file and r
     CHECK_THAT(bad.err, Catch::Contains("SHA-256 checksum mismatch"));
     CHECK(!std::filesystem::exists(fresh));
 
-    std::ofstream(bad_file, std::ios::binary | std::ios::trunc) << bytes.substr(0, 1000);
+    WriteFile(bad_file, bytes.substr(0, 1000));
     test::CommandResult cut = RunRestore(target, 0, bad_file, fresh);
     CHECK(cut.exit_code == 1);
     CHECK_THAT(cut.err, Catch::Contains("truncated or not a snapshot"));

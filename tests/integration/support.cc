@@ -122,14 +122,14 @@ etcdserverpb::RangeResponse MustRange(TestCluster& cluster, int i, const std::st
   // A read is safe to repeat: UNAVAILABLE (no leader, leader changed) during an election that a
   // stalled machine set off is retried for a while, as clientv3 retries it, instead of failing
   // a test that is not about failover.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  grpc::Status s = Range(*kv, request, &response);
-  while (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    response.Clear();
-    s = Range(*kv, request, &response);
-  }
+  grpc::Status s;
+  Eventually(
+      [&] {
+        response.Clear();
+        s = Range(*kv, request, &response);
+        return s.error_code() != grpc::StatusCode::UNAVAILABLE;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
   INFO("Range [" << key << ", " << range_end << ") on " << cluster.node(i).name << ": "
                  << s.error_message());
   REQUIRE(s.ok());

@@ -1,7 +1,8 @@
 // Helpers shared by the integration test files: start a cluster of the epochd under test, run
 // etcdctl expecting success or a given error, parse etcdctl's JSON and simple outputs, and call
 // the KV service through a gRPC stub for what etcdctl 3.4 cannot send (count_only, filters,
-// invalid enum values, lease on put without a lease).
+// invalid enum values, lease on put without a lease). Waiting (Eventually, kProcessPoll) and file
+// reads come from tests/support.
 //
 // Threading: the Catch2 assertions inside these helpers must run on the test's thread; the
 // stub helpers that return a grpc::Status (no assertions) may run on any thread.
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "epoch/test_support/eventually.h"
+#include "epoch/test_support/files.h"
 #include "epoch/test_support/test_cluster.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
@@ -21,6 +24,11 @@ namespace epoch::integration {
 
 using test::CommandResult;
 using test::TestCluster;
+using test_support::Eventually;
+using test_support::kProcessPoll;
+using test_support::ReadFile;
+using test_support::ReadFileIfExists;
+using test_support::WriteFile;
 
 // Destroys a cluster, keeping its data and logs (and printing where) if any assertion of the
 // current test case failed.

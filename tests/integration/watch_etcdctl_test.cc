@@ -9,10 +9,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "epoch/etcd_errors.h"
@@ -74,23 +72,13 @@ class BackgroundWatch {
   }
   ~BackgroundWatch() { process_.KillAndReap(); }
 
-  [[nodiscard]] std::string Output() const {
-    std::ifstream in(log_path_, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  [[nodiscard]] std::string Output() const { return ReadFileIfExists(log_path_); }
   [[nodiscard]] std::vector<PrintedEvent> Events() const { return ParseEvents(Output()); }
 
   // Polls until `done(events)` holds or `timeout` passes.
   template <typename Pred>
   bool WaitFor(Pred done, std::chrono::milliseconds timeout) const {
-    auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      if (done(Events())) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return done(Events());
+    return Eventually([&] { return done(Events()); }, timeout, kProcessPoll);
   }
 
   test::ChildProcess& process() { return process_; }
@@ -334,12 +322,8 @@ std::size_t TotalAcked(const std::vector<std::unique_ptr<Writer>>& writers) {
 
 bool WaitAcked(const std::vector<std::unique_ptr<Writer>>& writers, std::size_t target,
                std::chrono::seconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  while (TotalAcked(writers) < target) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
+  return Eventually([&] { return TotalAcked(writers) >= target; }, timeout,
+                    std::chrono::milliseconds(5));
 }
 
 TEST_CASE(

@@ -5,7 +5,7 @@
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
@@ -23,6 +23,9 @@
 #include "epoch/client/postgres_fencing.h"
 #include "epoch/client/session.h"
 #include "epoch/client/sqlite_fencing.h"
+#include "epoch/test_support/eventually.h"
+#include "epoch/test_support/files.h"
+#include "epoch/test_support/temp_dir.h"
 #include "epoch/test_support/test_cluster.h"
 #include "postgres_server.h"
 #include "test_support.h"
@@ -32,6 +35,10 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using test_support::Eventually;
+using test_support::FileTail;
+using test_support::kProcessPoll;
+using test_support::TempDir;
 using Effects = std::vector<std::pair<std::int64_t, std::int64_t>>;
 
 const JobKeys kKeys{"jobs-test/"};
@@ -126,8 +133,8 @@ struct SqliteFile {
     return out;
   }
 
-  testing::TempDir dir{"epoch-jobs-sqlite"};
-  std::filesystem::path path = dir.path() / "jobs.db";
+  TempDir dir{"epoch-jobs-sqlite"};
+  std::filesystem::path path = dir.Sub("jobs.db");
 };
 
 // A runner over one store and effect log; stage work runs `hook` (default: nothing).
@@ -281,21 +288,22 @@ TEST_CASE("A worker process paused past its lease has its late write rejected",
 
   // The worker skips its own session checks (--self-fencing=false), as a process that does not
   // notice its pause would: only the database guard can stop it.
-  const auto log = file.dir.path() / "worker.log";
+  const auto log = file.dir.Sub("worker.log");
   testing::ChildProcess worker(
       {FENCED_WORKER_PATH, "--endpoints", cluster->Endpoints(), "--prefix", kKeys.prefix,
        "--sqlite", file.path.string(), "--worker", "paused", "--ttl-s", "1", "--stage-ms", "1500",
        "--self-fencing", "false", "--max-runtime-s", "60"},
       log);
   auto logged = [&](const std::string& text) {
-    return testing::Tail(log, 100'000).find(text) != std::string::npos;
+    return FileTail(log, 100'000).find(text) != std::string::npos;
   };
-  REQUIRE(testing::WaitFor([&] { return logged("event=commit job=slow stage=1 "); }, seconds(20)));
+  REQUIRE(Eventually([&] { return logged("event=commit job=slow stage=1 "); }, seconds(20),
+                     kProcessPoll));
   REQUIRE(::kill(worker.pid(), SIGSTOP) == 0);  // now inside stage 2's work
 
   // Its lease expires on the cluster and the lock key goes with it.
-  REQUIRE(testing::WaitFor([&] { return CountPrefix(*client, kKeys.LockName("slow") + "/") == 0; },
-                           seconds(15)));
+  REQUIRE(Eventually([&] { return CountPrefix(*client, kKeys.LockName("slow") + "/") == 0; },
+                     seconds(15), kProcessPoll));
   auto session = NewSession(client.get());
   Worker takeover(client.get(), db.store.get(), db.effects.get());
   SessionRef ref(session.get());
@@ -303,9 +311,9 @@ TEST_CASE("A worker process paused past its lease has its late write rejected",
   const std::int64_t newer = takeover.events.front().token.value();
 
   REQUIRE(::kill(worker.pid(), SIGCONT) == 0);
-  INFO(testing::Tail(log));
-  REQUIRE(
-      testing::WaitFor([&] { return logged("event=rejected job=slow stage=2 "); }, seconds(20)));
+  INFO(FileTail(log));
+  REQUIRE(Eventually([&] { return logged("event=rejected job=slow stage=2 "); }, seconds(20),
+                     kProcessPoll));
   const Effects effects = file.Of("slow");
   REQUIRE(effects.size() == 3);
   CHECK(effects[0].second < newer);  // stage 1 by the paused worker
@@ -353,44 +361,15 @@ TEST_CASE("A poison job lands in the dead-letter prefix after N epoch changes", 
   CHECK(file.Of("poison") == Effects{{1, tokens[0]}});  // stage 1 once, never re-applied
 }
 
-namespace {
-
-// `etcdctl lock NAME -- sh -c ...` holding the lock until the test creates a release file.
-struct EtcdctlLock {
-  EtcdctlLock(const std::string& endpoints, const std::string& name,
-              const std::filesystem::path& dir)
-      : release(dir / "release"), log(dir / "etcdctl.log") {
-    ::setenv("ETCDCTL_API", "3", 1);
-    const std::string script = "echo \"held rev=$ETCD_LOCK_REV\"; i=0; while [ ! -f '" +
-                               release.string() +
-                               "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done";
-    process = std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{test::kEtcdctlPath, "--endpoints=" + endpoints, "lock", name, "--",
-                                 "/bin/sh", "-c", script},
-        log);
-  }
-  bool Holds() { return testing::Tail(log).find("held rev=") != std::string::npos; }
-  std::int64_t Rev() {
-    const std::string text = testing::Tail(log);
-    return std::stoll(text.substr(text.find("rev=") + 4));
-  }
-  void Release() { std::ofstream(release) << "go"; }
-
-  std::filesystem::path release;
-  std::filesystem::path log;
-  std::unique_ptr<testing::ChildProcess> process;
-};
-
-}  // namespace
-
 TEST_CASE("etcdctl lock on Epoch excludes an Epoch Mutex and the job runner on the same name",
           "[jobs][mutex]") {
   auto cluster = StartCluster();
   auto client = NewClient(*cluster);
-  testing::TempDir dir;
+  TempDir dir("epoch-jobs");
   const JobSpec job = Enqueue(*client, "locked", {"only"});
-  EtcdctlLock other(cluster->Endpoints(), kKeys.LockName("locked"), dir.path());
-  REQUIRE(testing::WaitFor([&] { return other.Holds(); }, seconds(20)));
+  testing::EtcdctlLock other(test::kEtcdctlPath, cluster->Endpoints(), kKeys.LockName("locked"),
+                             dir.path());
+  REQUIRE(Eventually([&] { return other.Holds(); }, seconds(20), kProcessPoll));
 
   auto session = NewSession(client.get());
   SessionRef ref(session.get());
@@ -401,15 +380,15 @@ TEST_CASE("etcdctl lock on Epoch excludes an Epoch Mutex and the job runner on t
 
   Mutex mutex(client.get(), *session, kKeys.LockName("locked"));
   auto waiting = std::async(std::launch::async, [&] { return mutex.Lock(); });
-  REQUIRE(testing::WaitFor(
-      [&] { return CountPrefix(*client, kKeys.LockName("locked") + "/") == 2; }, seconds(10)));
+  REQUIRE(Eventually([&] { return CountPrefix(*client, kKeys.LockName("locked") + "/") == 2; },
+                     seconds(10), kProcessPoll));
   CHECK(waiting.wait_for(milliseconds(0)) == std::future_status::timeout);
   other.Release();
   auto token = waiting.get();
   REQUIRE(token.ok());
   CHECK(token->value() > other.Rev());
   REQUIRE(mutex.Unlock().ok());
-  REQUIRE(testing::WaitFor([&] { return !other.process->Running(); }, seconds(20)));
+  REQUIRE(Eventually([&] { return !other.process->Running(); }, seconds(20), kProcessPoll));
 
   // Free again: the runner takes the job now.
   CHECK(worker.runner->RunOnce(job, ref).outcome == JobOutcome::kCompleted);
@@ -417,16 +396,17 @@ TEST_CASE("etcdctl lock on Epoch excludes an Epoch Mutex and the job runner on t
   // The other direction: Epoch holds, etcdctl queues behind it until Unlock.
   auto held = mutex.Lock();
   REQUIRE(held.ok());
-  testing::TempDir second_dir;
-  EtcdctlLock queued(cluster->Endpoints(), kKeys.LockName("locked"), second_dir.path());
-  REQUIRE(testing::WaitFor(
-      [&] { return CountPrefix(*client, kKeys.LockName("locked") + "/") == 2; }, seconds(20)));
+  TempDir second_dir("epoch-jobs");
+  testing::EtcdctlLock queued(test::kEtcdctlPath, cluster->Endpoints(), kKeys.LockName("locked"),
+                              second_dir.path());
+  REQUIRE(Eventually([&] { return CountPrefix(*client, kKeys.LockName("locked") + "/") == 2; },
+                     seconds(20), kProcessPoll));
   CHECK_FALSE(queued.Holds());
   REQUIRE(mutex.Unlock().ok());
-  REQUIRE(testing::WaitFor([&] { return queued.Holds(); }, seconds(20)));
+  REQUIRE(Eventually([&] { return queued.Holds(); }, seconds(20), kProcessPoll));
   CHECK(queued.Rev() > held->value());
   queued.Release();
-  REQUIRE(testing::WaitFor([&] { return !queued.process->Running(); }, seconds(20)));
+  REQUIRE(Eventually([&] { return !queued.process->Running(); }, seconds(20), kProcessPoll));
 }
 
 }  // namespace epoch::client
@@ -435,20 +415,20 @@ namespace epoch::client {
 
 TEST_CASE("The example worker rejects bad flags in one line and skips an unparseable job",
           "[jobs][process]") {
-  testing::TempDir dir;
-  const auto log = dir.path() / "worker.log";
+  TempDir dir("epoch-jobs");
+  const auto log = dir.Sub("worker.log");
   CHECK(testing::RunCommand({FENCED_WORKER_PATH, "--ttl-s", "0"}, log) == 2);
-  CHECK(testing::Tail(log).find("--ttl-s") != std::string::npos);
+  CHECK(FileTail(log).find("--ttl-s") != std::string::npos);
 
   auto cluster = StartCluster();
   auto client = NewClient(*cluster);
   REQUIRE(client->Put(kKeys.Job("broken"), "no stages line").ok());
-  const auto db = dir.path() / "jobs.db";
-  const auto run_log = dir.path() / "run.log";
+  const auto db = dir.Sub("jobs.db");
+  const auto run_log = dir.Sub("run.log");
   CHECK(testing::RunCommand({FENCED_WORKER_PATH, "--endpoints", cluster->Endpoints(), "--prefix",
-                             kKeys.prefix, "--sqlite", db.string(), "--max-runtime-s", "30"},
+                             kKeys.prefix, "--sqlite", db, "--max-runtime-s", "30"},
                             run_log) == 0);
-  const std::string out = testing::Tail(run_log);
+  const std::string out = FileTail(run_log);
   INFO(out);
   CHECK(out.find("event=error job=" + kKeys.Job("broken")) != std::string::npos);
   CHECK(out.find("InvalidArgument: job broken: value must start with 'stages=a,b,...'") !=

@@ -11,7 +11,8 @@
 #include <csignal>
 #include <cstring>
 #include <mutex>
-#include <thread>
+
+#include "epoch/test_support/eventually.h"
 
 extern char** environ;
 
@@ -148,12 +149,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv, std::string_view 
   bool in_time = PumpPipes(in[1], out[0], err[0], stdin_data, &result, deadline);
   int wait_status = 0;
   // The outputs closed, so the child is exiting; give it until the deadline.
-  while (in_time && waitpid(pid, &wait_status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      in_time = false;
-      break;
-    }
-    std::this_thread::sleep_for(kReapPoll);
+  if (in_time) {
+    in_time = test_support::WaitUntil(
+        deadline, [&] { return waitpid(pid, &wait_status, WNOHANG) != 0; }, kReapPoll);
   }
   if (!in_time) {
     result.timed_out = true;
@@ -220,10 +218,8 @@ void ChildProcess::Signal(int signal) {
 }
 
 std::optional<int> ChildProcess::WaitExit(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (Running()) {
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(kReapPoll);
+  if (!test_support::Eventually([this] { return !Running(); }, timeout, kReapPoll)) {
+    return std::nullopt;
   }
   return exit_status_;
 }

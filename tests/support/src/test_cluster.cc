@@ -15,21 +15,12 @@
 #include <thread>
 
 #include "epoch/node/node_config.h"
+#include "epoch/test_support/eventually.h"
+#include "epoch/test_support/files.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::test {
 namespace {
-
-constexpr auto kPoll = std::chrono::milliseconds(20);
-
-Result<std::string> MakeTempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = fmt::format("{}/epoch-cluster-XXXXXX", base && *base ? base : "/tmp");
-  if (mkdtemp(pattern.data()) == nullptr) {
-    return Status::IOError(fmt::format("mkdtemp {}: {}", pattern, std::strerror(errno)));
-  }
-  return pattern;
-}
 
 bool KeepRequestedByEnv() {
   const char* keep = std::getenv("EPOCH_TEST_KEEP");
@@ -47,8 +38,8 @@ CommandResult RunEtcdctl(const std::string& endpoints, const std::vector<std::st
   return RunCommand(argv, stdin_data, timeout, {"ETCDCTL_API=3"});
 }
 
-TestCluster::TestCluster(ClusterOptions options, PortBlock ports, std::string dir)
-    : options_(std::move(options)), ports_(std::move(ports)), dir_(std::move(dir)) {
+TestCluster::TestCluster(ClusterOptions options, PortBlock ports)
+    : options_(std::move(options)), ports_(std::move(ports)), dir_("epoch-cluster") {
   nodes_.resize(static_cast<std::size_t>(options_.nodes));
   channels_.resize(nodes_.size());
   for (int i = 0; i < size(); ++i) {
@@ -58,8 +49,8 @@ TestCluster::TestCluster(ClusterOptions options, PortBlock ports, std::string di
     info.client_port = ports_.port(3 * i);
     info.peer_port = ports_.port(3 * i + 1);
     info.metrics_port = ports_.port(3 * i + 2);
-    info.data_dir = fmt::format("{}/{}", dir_, info.name);
-    info.log_path = fmt::format("{}/{}.log", dir_, info.name);
+    info.data_dir = dir_.Sub(info.name);
+    info.log_path = dir_.Sub(info.name + ".log");
   }
 }
 
@@ -72,11 +63,13 @@ Result<std::unique_ptr<TestCluster>> TestCluster::Start(ClusterOptions options) 
   }
   Result<PortBlock> ports = PortBlock::Reserve();
   if (!ports.ok()) return ports.status();
-  Result<std::string> dir = MakeTempDir();
-  if (!dir.ok()) return dir.status();
   std::chrono::milliseconds start_timeout = options.start_timeout;
-  std::unique_ptr<TestCluster> cluster(
-      new TestCluster(std::move(options), std::move(*ports), std::move(*dir)));
+  std::unique_ptr<TestCluster> cluster;
+  try {
+    cluster.reset(new TestCluster(std::move(options), std::move(*ports)));
+  } catch (const std::runtime_error& e) {  // the directory could not be created
+    return Status::IOError(e.what());
+  }
   for (int i = 0; i < cluster->size(); ++i) {
     Status s = cluster->StartNode(i);
     if (!s.ok()) {
@@ -96,11 +89,9 @@ Result<std::unique_ptr<TestCluster>> TestCluster::Start(ClusterOptions options) 
 TestCluster::~TestCluster() {
   for (Node& n : nodes_) n.process.KillAndReap();
   if (keep_files_ || std::uncaught_exceptions() > 0 || KeepRequestedByEnv()) {
-    std::fprintf(stderr, "TestCluster: data and logs kept in %s\n", dir_.c_str());
-    return;
+    dir_.Keep();
+    std::fprintf(stderr, "TestCluster: data and logs kept in %s\n", dir_.path().c_str());
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
 }
 
 int TestCluster::IndexOf(std::uint64_t member_id) const {
@@ -313,6 +304,22 @@ Result<HttpResponse> TestCluster::Http(int i, std::string_view path,
   return HttpGet(node(i).metrics_port, path, timeout);
 }
 
+std::optional<double> TestCluster::Metric(int i, std::string_view name) const {
+  Result<HttpResponse> r = Http(i, "/metrics");
+  if (!r.ok() || r->code != 200) return std::nullopt;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > name.size() && line.starts_with(name) && line[name.size()] == ' ') {
+      try {
+        return std::stod(line.substr(name.size() + 1));
+      } catch (const std::exception&) {
+        return std::nullopt;  // not a number
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<int> TestCluster::AgreedLeader(std::optional<int> not_index) {
   std::set<std::uint64_t> leaders;
   for (int i = 0; i < size(); ++i) {
@@ -331,12 +338,12 @@ std::optional<int> TestCluster::AgreedLeader(std::optional<int> not_index) {
 
 Result<int> TestCluster::WaitForLeader(std::chrono::milliseconds timeout,
                                        std::optional<int> not_index) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (std::optional<int> leader = AgreedLeader(not_index)) return *leader;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(kPoll);
-  }
+  std::optional<int> leader;
+  auto agreed = [&] {
+    leader = AgreedLeader(not_index);
+    return leader.has_value();
+  };
+  if (test_support::Eventually(agreed, timeout, test_support::kProcessPoll)) return *leader;
   std::string seen;
   for (int i = 0; i < size(); ++i) {
     if (!IsRunning(i)) {
@@ -352,31 +359,31 @@ Result<int> TestCluster::WaitForLeader(std::chrono::milliseconds timeout,
 }
 
 Result<int> TestCluster::WaitHealthy(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last;
-  while (true) {
-    bool ready = true;
-    for (int i = 0; i < size() && ready; ++i) {
+  Status gone;  // a node that exited on its own: no point in waiting
+  std::optional<int> leader;
+  auto healthy = [&] {
+    for (int i = 0; i < size(); ++i) {
       if (IsPaused(i)) continue;
       if (!IsRunning(i)) {
-        // Started, never killed or stopped, and gone: no point in waiting.
-        EPOCH_RETURN_IF_ERROR(CheckAlive());
+        gone = CheckAlive();  // OK when the test killed or stopped it
+        if (!gone.ok()) return true;
         continue;
       }
       Result<HttpResponse> r = Http(i, "/ready", std::chrono::milliseconds(500));
-      ready = r.ok() && r->code == 200;
-      if (!ready) {
+      if (!r.ok() || r->code != 200) {
         last = fmt::format("{} /ready: {}", node(i).name,
                            r.ok() ? fmt::format("{} {}", r->code, r->body) : r.status().message());
+        return false;
       }
     }
-    if (ready) {
-      if (std::optional<int> leader = AgreedLeader(std::nullopt)) return *leader;
-      last = "the live nodes do not agree on a leader";
-    }
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(kPoll);
-  }
+    leader = AgreedLeader(std::nullopt);
+    if (!leader) last = "the live nodes do not agree on a leader";
+    return leader.has_value();
+  };
+  const bool done = test_support::Eventually(healthy, timeout, test_support::kProcessPoll);
+  if (!gone.ok()) return gone;
+  if (done) return *leader;
   return Status::Timeout(fmt::format("not healthy within {} ms: {}", timeout.count(), last));
 }
 
@@ -388,11 +395,7 @@ CommandResult TestCluster::Etcdctl(const std::vector<std::string>& args,
 }
 
 std::string TestCluster::LogTail(int i, std::size_t bytes) const {
-  std::ifstream in(node(i).log_path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string all = ss.str();
-  return all.size() <= bytes ? all : all.substr(all.size() - bytes);
+  return test_support::FileTail(node(i).log_path, bytes);
 }
 
 }  // namespace epoch::test

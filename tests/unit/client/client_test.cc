@@ -201,7 +201,7 @@ TEST_CASE("Client watch against etcd: events in order, cancel by stop token", "[
 
   // A blocked Receive() returns once the stop token is requested.
   std::thread canceller([&] {
-    testing::WaitFor([] { return false; }, milliseconds(100));
+    std::this_thread::sleep_for(milliseconds(100));  // a delay, so Receive() is blocked first
     stop.request_stop();
   });
   auto after = (*watch)->Receive();

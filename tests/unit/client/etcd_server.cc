@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "epoch/client/client.h"
+#include "epoch/test_support/eventually.h"
+#include "epoch/test_support/files.h"
 
 namespace epoch::client::testing {
 namespace {
@@ -49,7 +51,7 @@ EtcdCluster::EtcdCluster(int members) {
                                                                 "--name",
                                                                 m.name,
                                                                 "--data-dir",
-                                                                (dir_.path() / m.name).string(),
+                                                                dir_.Sub(m.name),
                                                                 "--listen-client-urls",
                                                                 client_url,
                                                                 "--advertise-client-urls",
@@ -72,7 +74,7 @@ EtcdCluster::EtcdCluster(int members) {
                                                                 "stderr",
                                                                 "--log-level",
                                                                 "warn"},
-                                       dir_.path() / (m.name + ".log"));
+                                       dir_.Sub(m.name + ".log"));
   }
   // Ready = every member answers Status and knows a leader.
   for (int i = 0; i < members; ++i) {
@@ -81,16 +83,16 @@ EtcdCluster::EtcdCluster(int members) {
     options.call_timeout = std::chrono::milliseconds(500);
     auto client = Client::Create(options);
     if (!client.ok()) throw std::runtime_error(client.status().ToString());
-    const bool ready = WaitFor(
+    const bool ready = test_support::Eventually(
         [&] {
           if (!members_[i].process->Running()) return false;
           auto status = (*client)->StatusOf(0);
           return status.ok() && status->leader() != 0;
         },
-        std::chrono::seconds(30));
+        std::chrono::seconds(30), test_support::kProcessPoll);
     if (!ready) {
       throw std::runtime_error("etcd member " + members_[i].name + " not ready within 30 s:\n" +
-                               Tail(dir_.path() / (members_[i].name + ".log")));
+                               test_support::FileTail(dir_.Sub(members_[i].name + ".log")));
     }
   }
 }

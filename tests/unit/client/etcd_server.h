@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch/test_support/temp_dir.h"
 #include "test_support.h"
 
 namespace epoch::client::testing {
@@ -39,7 +40,7 @@ class EtcdCluster {
     int peer_port = 0;
     std::unique_ptr<ChildProcess> process;
   };
-  TempDir dir_{"epoch-etcd"};
+  test_support::TempDir dir_{"epoch-etcd"};
   std::vector<Member> members_;
 };
 

@@ -3,10 +3,9 @@
 #include "epoch/client/mutex.h"
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <fstream>
 #include <future>
 
+#include "epoch/test_support/eventually.h"
 #include "etcd_server.h"
 
 namespace epoch::client {
@@ -14,6 +13,8 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using test_support::Eventually;
+using test_support::kProcessPoll;
 
 std::unique_ptr<Client> NewClient(std::vector<std::string> endpoints) {
   ClientOptions options;
@@ -70,7 +71,8 @@ TEST_CASE("Mutex: two contenders exclude each other, tokens increase", "[client]
   CHECK(QueueLength(*client_a, a.prefix()) == 1);  // TryLock left the queue again
 
   auto waiting = std::async(std::launch::async, [&] { return b.Lock(); });
-  REQUIRE(testing::WaitFor([&] { return QueueLength(*client_a, a.prefix()) == 2; }, seconds(10)));
+  REQUIRE(Eventually([&] { return QueueLength(*client_a, a.prefix()) == 2; }, seconds(10),
+                     kProcessPoll));
   CHECK(waiting.wait_for(milliseconds(0)) == std::future_status::timeout);  // still queued
 
   // A guarded write inside etcd succeeds only for the owner.
@@ -96,81 +98,46 @@ TEST_CASE("Mutex: two contenders exclude each other, tokens increase", "[client]
   CHECK(QueueLength(*client_a, a.prefix()) == 0);
 }
 
-// `etcdctl lock` runs a shell that reports its lock and waits for a release file.
-struct EtcdctlLock {
-  EtcdctlLock(const testing::EtcdCluster& etcd, const std::string& name,
-              const std::filesystem::path& dir)
-      : release(dir / "release"), log(dir / "etcdctl.log") {
-    ::setenv("ETCDCTL_API", "3", 1);
-    const std::string script =
-        "echo \"held rev=$ETCD_LOCK_REV key=$ETCD_LOCK_KEY\"; i=0; "
-        "while [ ! -f '" +
-        release.string() +
-        "' ] && [ $i -lt 1200 ]; do sleep 0.05; "
-        "i=$((i+1)); done; echo released";
-    process = std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{testing::EtcdctlBinary(), "--endpoints=" + etcd.Endpoint(0),
-                                 "lock", name, "--", "/bin/sh", "-c", script},
-        log);
-  }
-  bool Holds() { return testing::Tail(log).find("held rev=") != std::string::npos; }
-  std::int64_t Rev() {
-    const std::string text = testing::Tail(log);
-    const auto at = text.find("rev=");
-    REQUIRE(at != std::string::npos);
-    return std::stoll(text.substr(at + 4));
-  }
-  std::string Key() {
-    const std::string text = testing::Tail(log);
-    const auto at = text.find("key=");
-    REQUIRE(at != std::string::npos);
-    return text.substr(at + 4, text.find('\n', at) - at - 4);
-  }
-  void Release() { std::ofstream(release) << "go"; }
-
-  std::filesystem::path release;
-  std::filesystem::path log;
-  std::unique_ptr<testing::ChildProcess> process;
-};
-
 TEST_CASE("Mutex and etcdctl lock exclude each other on the same name", "[client][mutex][etcd]") {
   testing::EtcdCluster etcd;
-  testing::TempDir dir;
+  test_support::TempDir dir("epoch-mutex");
   auto client = NewClient(etcd.Endpoints());
   auto session = NewSession(client.get());
   Mutex mutex(client.get(), *session, "shared-lock");
 
   SECTION("etcdctl holds first: Epoch waits, then gets a larger token") {
-    EtcdctlLock other(etcd, "shared-lock", dir.path());
-    REQUIRE(testing::WaitFor([&] { return other.Holds(); }, seconds(20)));
+    testing::EtcdctlLock other(testing::EtcdctlBinary(), etcd.Endpoint(0), "shared-lock",
+                               dir.path());
+    REQUIRE(Eventually([&] { return other.Holds(); }, seconds(20), kProcessPoll));
     CHECK(other.Key().rfind("shared-lock/", 0) == 0);  // same key layout as ours
     auto attempt = mutex.TryLock();
     REQUIRE(attempt.ok());
     CHECK_FALSE(attempt->has_value());
 
     auto waiting = std::async(std::launch::async, [&] { return mutex.Lock(); });
-    REQUIRE(
-        testing::WaitFor([&] { return QueueLength(*client, "shared-lock/") == 2; }, seconds(10)));
+    REQUIRE(Eventually([&] { return QueueLength(*client, "shared-lock/") == 2; }, seconds(10),
+                       kProcessPoll));
     CHECK(waiting.wait_for(milliseconds(0)) == std::future_status::timeout);
     other.Release();
     auto token = waiting.get();
     REQUIRE(token.ok());
     CHECK(token->value() > other.Rev());
-    REQUIRE(testing::WaitFor([&] { return !other.process->Running(); }, seconds(20)));
+    REQUIRE(Eventually([&] { return !other.process->Running(); }, seconds(20), kProcessPoll));
     REQUIRE(mutex.Unlock().ok());
   }
   SECTION("Epoch holds first: etcdctl waits until Unlock") {
     auto token = mutex.Lock();
     REQUIRE(token.ok());
-    EtcdctlLock other(etcd, "shared-lock", dir.path());
-    REQUIRE(
-        testing::WaitFor([&] { return QueueLength(*client, "shared-lock/") == 2; }, seconds(20)));
+    testing::EtcdctlLock other(testing::EtcdctlBinary(), etcd.Endpoint(0), "shared-lock",
+                               dir.path());
+    REQUIRE(Eventually([&] { return QueueLength(*client, "shared-lock/") == 2; }, seconds(20),
+                       kProcessPoll));
     CHECK_FALSE(other.Holds());  // queued behind us, not running its command
     REQUIRE(mutex.Unlock().ok());
-    REQUIRE(testing::WaitFor([&] { return other.Holds(); }, seconds(20)));
+    REQUIRE(Eventually([&] { return other.Holds(); }, seconds(20), kProcessPoll));
     CHECK(other.Rev() > token->value());
     other.Release();
-    REQUIRE(testing::WaitFor([&] { return !other.process->Running(); }, seconds(20)));
+    REQUIRE(Eventually([&] { return !other.process->Running(); }, seconds(20), kProcessPoll));
   }
 }
 
@@ -185,8 +152,8 @@ TEST_CASE("Mutex: a waiter whose lease expired while queued does not get the loc
   Mutex waiter(client.get(), waiter_lease, "/locks/jepsen");
   REQUIRE(holder.Lock().ok());
   auto waiting = std::async(std::launch::async, [&] { return waiter.Lock(); });
-  REQUIRE(
-      testing::WaitFor([&] { return QueueLength(*client, holder.prefix()) == 2; }, seconds(10)));
+  REQUIRE(Eventually([&] { return QueueLength(*client, holder.prefix()) == 2; }, seconds(10),
+                     kProcessPoll));
   etcdserverpb::LeaseRevokeRequest revoke;  // the waiter's lease "expires"
   revoke.set_id(waiter_lease.value());
   REQUIRE(client->LeaseRevoke(revoke).ok());
@@ -222,8 +189,8 @@ TEST_CASE("Mutex: Lock gives up on timeout, on cancel and when the session is lo
     LockOptions options;
     options.stop = stop.get_token();
     auto waiting = std::async(std::launch::async, [&] { return waiter.Lock(options); });
-    REQUIRE(
-        testing::WaitFor([&] { return QueueLength(*client, "/locks/busy/") == 2; }, seconds(10)));
+    REQUIRE(Eventually([&] { return QueueLength(*client, "/locks/busy/") == 2; }, seconds(10),
+                       kProcessPoll));
     stop.request_stop();
     auto result = waiting.get();
     REQUIRE_FALSE(result.ok());
@@ -233,8 +200,8 @@ TEST_CASE("Mutex: Lock gives up on timeout, on cancel and when the session is lo
     auto session = NewSession(client.get());
     Mutex waiter(client.get(), *session, "/locks/busy");
     auto waiting = std::async(std::launch::async, [&] { return waiter.Lock(); });
-    REQUIRE(
-        testing::WaitFor([&] { return QueueLength(*client, "/locks/busy/") == 2; }, seconds(10)));
+    REQUIRE(Eventually([&] { return QueueLength(*client, "/locks/busy/") == 2; }, seconds(10),
+                       kProcessPoll));
     etcdserverpb::LeaseRevokeRequest revoke;
     revoke.set_id(session->lease().value());
     REQUIRE(client->LeaseRevoke(revoke).ok());

@@ -5,11 +5,14 @@
 #include <future>
 #include <string>
 
+#include "epoch/test_support/eventually.h"
 #include "postgres_server.h"
 
 namespace epoch::client {
 namespace {
 
+using test_support::Eventually;
+using test_support::kProcessPoll;
 using testing::PgConn;
 using testing::PostgresServer;
 
@@ -123,13 +126,13 @@ TEST_CASE("PostgreSQL: a racing older token waits on the row lock, then is rejec
     }
     return r;
   });
-  const bool a_waits = testing::WaitFor(
+  const bool a_waits = Eventually(
       [&] {
         return QueryValue(observer.conn.get(),
                           "SELECT count(*) FROM pg_stat_activity WHERE pid = " + a_pid +
                               " AND wait_event_type = 'Lock'") == "1";
       },
-      std::chrono::seconds(20));
+      std::chrono::seconds(20), kProcessPoll);
   REQUIRE(a_waits);
 
   if (b_commits) {

@@ -9,6 +9,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "epoch/test_support/eventually.h"
+#include "epoch/test_support/files.h"
+
 namespace epoch::client::testing {
 namespace {
 
@@ -48,25 +51,27 @@ PostgresServer::PostgresServer() {
       throw std::runtime_error("chown of the PostgreSQL temp dir failed");
     }
   }
-  const auto data = dir_.path() / "data";
-  const auto log = dir_.path() / "server.log";
-  const int rc = RunCommand({(bin / "initdb").string(), "-D", data.string(), "-U", "postgres",
+  const std::string data = dir_.Sub("data");
+  const std::string log = dir_.Sub("server.log");
+  const int rc = RunCommand({(bin / "initdb").string(), "-D", data, "-U", "postgres",
                              "--auth=trust", "--no-sync", "-E", "UTF8"},
                             log, run_as.get());
   if (rc != 0) {
-    throw std::runtime_error("initdb failed (exit " + std::to_string(rc) + "):\n" + Tail(log));
+    throw std::runtime_error("initdb failed (exit " + std::to_string(rc) + "):\n" +
+                             test_support::FileTail(log));
   }
   postgres_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{(bin / "postgres").string(), "-D", data.string(), "-k",
-                               dir_.path().string(), "-p", std::to_string(kPort), "-c",
-                               "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=20"},
+      std::vector<std::string>{(bin / "postgres").string(), "-D", data, "-k", dir_.path(), "-p",
+                               std::to_string(kPort), "-c", "listen_addresses=", "-c", "fsync=off",
+                               "-c", "max_connections=20"},
       log, run_as.get());
   const std::string conninfo = ConnInfo();
-  const bool up =
-      WaitFor([&] { return postgres_->Running() && PQping(conninfo.c_str()) == PQPING_OK; },
-              std::chrono::seconds(30));
+  const bool up = test_support::Eventually(
+      [&] { return postgres_->Running() && PQping(conninfo.c_str()) == PQPING_OK; },
+      std::chrono::seconds(30), test_support::kProcessPoll);
   if (!up) {
-    throw std::runtime_error("PostgreSQL did not accept connections within 30 s:\n" + Tail(log));
+    throw std::runtime_error("PostgreSQL did not accept connections within 30 s:\n" +
+                             test_support::FileTail(log));
   }
 }
 
@@ -78,7 +83,7 @@ PostgresServer::~PostgresServer() {
 }
 
 std::string PostgresServer::ConnInfo() const {
-  return "host=" + dir_.path().string() + " port=" + std::to_string(kPort) +
+  return "host=" + dir_.path() + " port=" + std::to_string(kPort) +
          " user=postgres dbname=postgres connect_timeout=5";
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "epoch/test_support/temp_dir.h"
 #include "test_support.h"
 
 namespace epoch::client::testing {
@@ -33,7 +34,7 @@ class PostgresServer {
   [[nodiscard]] PgConn Connect() const;
 
  private:
-  TempDir dir_{"epoch-pg"};
+  test_support::TempDir dir_{"epoch-pg"};
   std::unique_ptr<ChildProcess> postgres_;
 };
 

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <mutex>
 
+#include "epoch/test_support/eventually.h"
 #include "etcd_server.h"
 
 namespace epoch::client {
@@ -15,6 +16,8 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using test_support::Eventually;
+using test_support::kProcessPoll;
 
 std::unique_ptr<Client> NewClient(std::vector<std::string> endpoints) {
   ClientOptions options;
@@ -54,8 +57,8 @@ TEST_CASE("Session keeps its lease alive and revokes it on Close", "[client][ses
   REQUIRE(lease.value() != 0);
 
   // Several renewals in a row: at ~TTL/3 each, so the lease outlives its TTL.
-  REQUIRE(
-      testing::WaitFor([&] { return (*session)->counters().keepalive_acks >= 5; }, seconds(15)));
+  REQUIRE(Eventually([&] { return (*session)->counters().keepalive_acks >= 5; }, seconds(15),
+                     kProcessPoll));
   CHECK((*session)->state() == SessionState::kHealthy);
   CHECK((*session)->Remaining() > milliseconds(0));
   CHECK_FALSE((*session)->stop_token().stop_requested());
@@ -95,12 +98,12 @@ TEST_CASE("Session is lost when the cluster revokes its lease, and cancels bound
   REQUIRE(client->LeaseRevoke(revoke).ok());
   // The state turns kLost (and the stop token fires) before the transition callbacks run: wait
   // for the callback, not just the state.
-  REQUIRE(testing::WaitFor(
+  REQUIRE(Eventually(
       [&] {
         const auto now = transitions.Snapshot();
         return !now.empty() && now.back().to == SessionState::kLost;
       },
-      seconds(10)));
+      seconds(10), kProcessPoll));
   CHECK((*session)->state() == SessionState::kLost);
   CHECK(cancelled);
   const auto seen = transitions.Snapshot();
@@ -122,17 +125,17 @@ TEST_CASE("Session against a paused server: lost before its lease can expire",
   config.on_transition.push_back(transitions.Callback());
   auto session = Session::Create(client.get(), config);
   REQUIRE(session.ok());
-  REQUIRE(
-      testing::WaitFor([&] { return (*session)->counters().keepalive_acks >= 1; }, seconds(10)));
+  REQUIRE(Eventually([&] { return (*session)->counters().keepalive_acks >= 1; }, seconds(10),
+                     kProcessPoll));
 
   REQUIRE(etcd.Pause(0));
   // Wait for the transition callback, which runs after the state and the stop token change.
-  const bool lost = testing::WaitFor(
+  const bool lost = Eventually(
       [&] {
         const auto now = transitions.Snapshot();
         return !now.empty() && now.back().to == SessionState::kLost;
       },
-      seconds(10));
+      seconds(10), kProcessPoll);
   REQUIRE(::kill(etcd.Pid(0), SIGCONT) == 0);
   REQUIRE(lost);
   CHECK(kills == 1);
@@ -159,11 +162,11 @@ TEST_CASE("Session survives the loss of the member its stream used", "[client][s
   config.on_transition.push_back(transitions.Callback());
   auto session = Session::Create(client.get(), config);
   REQUIRE(session.ok());
-  REQUIRE(
-      testing::WaitFor([&] { return (*session)->counters().keepalive_acks >= 1; }, seconds(10)));
+  REQUIRE(Eventually([&] { return (*session)->counters().keepalive_acks >= 1; }, seconds(10),
+                     kProcessPoll));
   etcd.StopMember(0);
   // The stream breaks (degraded), is re-opened on another member, and a renewal is acknowledged.
-  REQUIRE(testing::WaitFor(
+  REQUIRE(Eventually(
       [&] {
         const SessionCounters c = (*session)->counters();
         const auto now = transitions.Snapshot();
@@ -171,7 +174,7 @@ TEST_CASE("Session survives the loss of the member its stream used", "[client][s
                (*session)->state() == SessionState::kHealthy && !now.empty() &&
                now.back().to == SessionState::kHealthy;
       },
-      seconds(20)));
+      seconds(20), kProcessPoll));
   CHECK_FALSE((*session)->stop_token().stop_requested());
   CHECK(client->preferred_endpoint() != 0);
   const auto seen = transitions.Snapshot();

@@ -4,9 +4,11 @@
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "epoch/test_support/temp_dir.h"
 #include "test_support.h"
 
 namespace epoch::client {
@@ -82,8 +84,8 @@ void Setup(const std::filesystem::path& path) {
 
 TEST_CASE("SQLite: a paused holder's late commit is rejected and the row keeps the new write",
           "[client][fencing][sqlite]") {
-  testing::TempDir dir;
-  const auto path = dir.path() / "jobs.db";
+  test_support::TempDir dir("epoch-sqlite-fencing");
+  const std::filesystem::path path = dir.Sub("jobs.db");
   Setup(path);
   Worker a(path);
   Worker b(path);
@@ -118,8 +120,8 @@ TEST_CASE("SQLite: a paused holder's late commit is rejected and the row keeps t
 
 TEST_CASE("SQLite: one holder commits its stages in order, never the same stage twice",
           "[client][fencing][sqlite]") {
-  testing::TempDir dir;
-  const auto path = dir.path() / "jobs.db";
+  test_support::TempDir dir("epoch-sqlite-fencing");
+  const std::filesystem::path path = dir.Sub("jobs.db");
   Setup(path);
   Worker w(path);
   REQUIRE(w.store.RegisterJob("job-2").ok());
@@ -140,8 +142,8 @@ TEST_CASE("SQLite: one holder commits its stages in order, never the same stage 
 }
 
 TEST_CASE("SQLite: errors are not stale tokens", "[client][fencing][sqlite]") {
-  testing::TempDir dir;
-  const auto path = dir.path() / "jobs.db";
+  test_support::TempDir dir("epoch-sqlite-fencing");
+  const std::filesystem::path path = dir.Sub("jobs.db");
   Setup(path);
   Worker w(path);
 
@@ -176,8 +178,8 @@ TEST_CASE("SQLite: errors are not stale tokens", "[client][fencing][sqlite]") {
 }
 
 TEST_CASE("SQLite: binary results round-trip", "[client][fencing][sqlite]") {
-  testing::TempDir dir;
-  const auto path = dir.path() / "jobs.db";
+  test_support::TempDir dir("epoch-sqlite-fencing");
+  const std::filesystem::path path = dir.Sub("jobs.db");
   Setup(path);
   Worker w(path);
   REQUIRE(w.store.RegisterJob("job-4").ok());

@@ -11,27 +11,14 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <stdexcept>
-#include <thread>
+
+#include "epoch/test_support/eventually.h"
+#include "epoch/test_support/files.h"
 
 extern char** environ;
 
 namespace epoch::client::testing {
-
-TempDir::TempDir(const std::string& prefix) {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
 
 int FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -48,17 +35,6 @@ int FreeLoopbackPort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(1);
-  while (true) {
-    if (condition()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return condition();
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
-  }
 }
 
 namespace {
@@ -114,7 +90,7 @@ bool ChildProcess::Stop(int signal, std::chrono::milliseconds grace) {
   if (!Running()) return true;
   ::kill(pid_, signal);
   ::kill(pid_, SIGCONT);  // a SIGSTOPped child acts on the signal only once continued
-  return WaitFor([this] { return !Running(); }, grace);
+  return test_support::Eventually([this] { return !Running(); }, grace, test_support::kProcessPoll);
 }
 
 namespace {
@@ -125,8 +101,7 @@ bool AllThreadsStopped(pid_t pid) {
   std::error_code ec;
   bool any = false;
   for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
-    std::ifstream in(task.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string stat = test_support::ReadFileIfExists(task.path() / "stat");
     const std::size_t paren = stat.rfind(')');
     if (paren == std::string::npos || paren + 2 >= stat.size()) continue;  // thread just exited
     if (stat[paren + 2] != 'T' && stat[paren + 2] != 't') return false;
@@ -139,7 +114,7 @@ bool AllThreadsStopped(pid_t pid) {
 
 bool ChildProcess::Pause(std::chrono::milliseconds timeout) {
   if (::kill(pid_, SIGSTOP) != 0) return false;
-  return WaitFor([this] { return AllThreadsStopped(pid_); }, timeout);
+  return test_support::Eventually([this] { return AllThreadsStopped(pid_); }, timeout);
 }
 
 int RunCommand(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
@@ -152,12 +127,39 @@ int RunCommand(const std::vector<std::string>& argv, const std::filesystem::path
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string Tail(const std::filesystem::path& path, std::size_t max_bytes) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+EtcdctlLock::EtcdctlLock(const std::string& etcdctl_path, const std::string& endpoints,
+                         const std::string& name, const std::filesystem::path& dir)
+    : release(dir / "release"), log(dir / "etcdctl.log") {
+  ::setenv("ETCDCTL_API", "3", 1);
+  const std::string script =
+      "echo \"held rev=$ETCD_LOCK_REV key=$ETCD_LOCK_KEY\"; i=0; "
+      "while [ ! -f '" +
+      release.string() +
+      "' ] && [ $i -lt 1200 ]; do sleep 0.05; "
+      "i=$((i+1)); done; echo released";
+  process = std::make_unique<ChildProcess>(
+      std::vector<std::string>{etcdctl_path, "--endpoints=" + endpoints, "lock", name, "--",
+                               "/bin/sh", "-c", script},
+      log);
 }
+
+bool EtcdctlLock::Holds() const {
+  return test_support::ReadFileIfExists(log).find("held rev=") != std::string::npos;
+}
+
+std::int64_t EtcdctlLock::Rev() const {
+  const std::string text = test_support::ReadFileIfExists(log);
+  const auto at = text.find("held rev=");
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + 9));
+}
+
+std::string EtcdctlLock::Key() const {
+  const std::string text = test_support::ReadFileIfExists(log);
+  const auto at = text.find(" key=");
+  if (at == std::string::npos) return {};
+  return text.substr(at + 5, text.find('\n', at) - at - 5);
+}
+
+void EtcdctlLock::Release() const { test_support::WriteFile(release, "go"); }
 
 }  // namespace epoch::client::testing

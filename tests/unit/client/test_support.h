@@ -1,5 +1,7 @@
-// Test fixtures for client_tests: a temporary directory, free loopback ports, child processes
-// stopped by PID, and waiting on a condition with a deadline (never a fixed sleep).
+// Test fixtures for client_tests and jobs_tests: free loopback ports, child processes stopped by
+// PID (with optional other credentials), and `etcdctl lock` as the other party of a lock.
+// Temporary directories, waiting on a condition and reading files come from tests/support
+// (epoch/test_support/).
 //
 // Threading: each fixture belongs to the test that created it.
 #pragma once
@@ -7,33 +9,16 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace epoch::client::testing {
 
-// A fresh directory under $TMPDIR (or /tmp), removed recursively on destruction.
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "epoch-client-test");
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then closed).
 int FreeLoopbackPort();
-
-// Polls `condition` until it is true or `timeout` passes; returns the last result. The pause
-// between polls grows from 1 ms to 50 ms.
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
 // Credentials for a child that must not run as root (PostgreSQL refuses to).
 struct RunAs {
@@ -69,7 +54,24 @@ class ChildProcess {
 int RunCommand(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
                const RunAs* run_as = nullptr);
 
-// The last `max_bytes` of a file, for failure messages.
-std::string Tail(const std::filesystem::path& path, std::size_t max_bytes = 2000);
+// `etcdctl lock NAME -- sh -c ...` (ETCDCTL_API=3) holding the lock until the test calls
+// Release(): once etcdctl holds the lock, the shell prints "held rev=<revision> key=<key>" to
+// <dir>/etcdctl.log and waits (at most 60 s) for the file <dir>/release.
+struct EtcdctlLock {
+  EtcdctlLock(const std::string& etcdctl_path, const std::string& endpoints,
+              const std::string& name, const std::filesystem::path& dir);
+
+  // Whether etcdctl holds the lock (its command has started).
+  [[nodiscard]] bool Holds() const;
+  // The lock's revision and key as etcdctl reported them; -1 and "" before it holds the lock.
+  [[nodiscard]] std::int64_t Rev() const;
+  [[nodiscard]] std::string Key() const;
+  // Lets the command finish; etcdctl then releases the lock and exits.
+  void Release() const;
+
+  std::filesystem::path release;
+  std::filesystem::path log;
+  std::unique_ptr<ChildProcess> process;
+};
 
 }  // namespace epoch::client::testing

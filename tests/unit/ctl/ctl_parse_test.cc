@@ -5,14 +5,14 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "ctl.h"
 #include "epoch/byte_coding.h"
 #include "epoch/crc32c.h"
 #include "epoch/etcd_errors.h"
+#include "epoch/test_support/files.h"
+#include "epoch/test_support/temp_dir.h"
 #include "snapshot_file.h"
 #include "txn_parse.h"
 
@@ -134,16 +134,15 @@ std::string Archive(std::string_view magic) {
   return payload + std::string(reinterpret_cast<const char*>(digest.data()), 32);
 }
 
-std::string WriteTemp(const std::string& name, const std::string& bytes) {
-  const auto path =
-      std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".db");
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path.string();
-}
-
 TEST_CASE("snapshot file: size rule, SHA-256 trailer, header", "[ctl]") {
   CHECK(crc32c::Value("123456789") == 0xE3069283u);
-  const std::string good = WriteTemp("ctl-good", Archive("EPOCHSNP"));
+  test_support::TempDir dir("epoch-ctl");
+  // Writes `bytes` to <dir>/<name>.db and returns its path.
+  auto write_temp = [&dir](const std::string& name, const std::string& bytes) {
+    test_support::WriteFile(dir.Sub(name + ".db"), bytes);
+    return dir.Sub(name + ".db");
+  };
+  const std::string good = write_temp("ctl-good", Archive("EPOCHSNP"));
   Result<SnapshotInfo> info = ReadSnapshotInfo(good);
   REQUIRE(info.ok());
   CHECK(info->applied_index == 42);
@@ -152,15 +151,14 @@ TEST_CASE("snapshot file: size rule, SHA-256 trailer, header", "[ctl]") {
   CHECK(info->total_bytes == 544);
   std::string flipped = Archive("EPOCHSNP");
   flipped[20] ^= 1;
-  const std::string corrupt = WriteTemp("ctl-corrupt", flipped);
+  const std::string corrupt = write_temp("ctl-corrupt", flipped);
   CHECK(ReadSnapshotInfo(corrupt).status().message().find("checksum mismatch") !=
         std::string::npos);
-  const std::string other = WriteTemp("ctl-other", Archive("NOTEPOCH"));
+  const std::string other = write_temp("ctl-other", Archive("NOTEPOCH"));
   CHECK(ReadSnapshotInfo(other).status().message().find("not an Epoch snapshot") !=
         std::string::npos);
-  const std::string cut = WriteTemp("ctl-cut", Archive("EPOCHSNP").substr(0, 300));
+  const std::string cut = write_temp("ctl-cut", Archive("EPOCHSNP").substr(0, 300));
   CHECK(ReadSnapshotInfo(cut).status().message().find("truncated") != std::string::npos);
-  for (const std::string& p : {good, corrupt, other, cut}) std::filesystem::remove(p);
 }
 
 }  // namespace

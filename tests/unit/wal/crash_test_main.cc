@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "crash_workload.h"
+#include "epoch/test_support/temp_dir.h"
 #include "epoch/wal/posix_file_system.h"
 
 namespace {
@@ -208,12 +209,8 @@ int main(int argc, char** argv) {
   }
   if (seed == 0) seed = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
 
-  std::string templ = (std::filesystem::temp_directory_path() / "epoch-wal-crash-XXXXXX").string();
-  if (::mkdtemp(templ.data()) == nullptr) {
-    std::perror("mkdtemp");
-    return 2;
-  }
-  const std::string dir = templ + "/wal";
+  epoch::test_support::TempDir tmp("epoch-wal-crash");  // throws if it cannot be created
+  const std::string dir = tmp.Sub("wal");
   fmt::print("wal_crash_test: {} iterations, seed {}, dir {}\n", iterations, seed, dir);
   std::fflush(stdout);
 
@@ -240,10 +237,8 @@ int main(int argc, char** argv) {
       rc == 0 ? "PASS" : "FAIL", iterations, secs, totals.killed, totals.finished, totals.acked,
       rc == 0 ? ", 0 lost" : "", totals.torn_tails, totals.unacked_survivors, totals.max_segments);
   if (keep) {
-    fmt::print("kept {}\n", templ);
-  } else {
-    std::error_code ec;
-    std::filesystem::remove_all(templ, ec);
+    tmp.Keep();
+    fmt::print("kept {}\n", tmp.path());
   }
   return rc;
 }

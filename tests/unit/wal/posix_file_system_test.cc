@@ -2,38 +2,19 @@
 // fault hook that the server's chaos failpoints use (an injected EIO makes the WAL fail-stop).
 #include "epoch/wal/posix_file_system.h"
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
 
+#include "epoch/test_support/temp_dir.h"
 #include "epoch/wal/fault_injector.h"
 #include "wal_test_util.h"
 
 namespace epoch::wal {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "epoch-posixfs-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 TEST_CASE("posix fs: files, renames, listing and the directory lock", "[wal][posixfs]") {
-  TempDir dir;
+  TempDir dir("epoch-posixfs");
   PosixFileSystem fs;
   const std::string a = JoinPath(dir.path(), "a");
   auto f = fs.Open(a, OpenMode::kCreateExclusive);
@@ -62,7 +43,7 @@ TEST_CASE("posix fs: files, renames, listing and the directory lock", "[wal][pos
 }
 
 TEST_CASE("posix fs: an injected fdatasync EIO makes a real WAL fail-stop", "[wal][posixfs]") {
-  TempDir dir;
+  TempDir dir("epoch-posixfs");
   PosixFileSystem fs;
   auto faults = std::make_shared<FaultInjector>();
   fs.SetFaultHook(faults);  // installed at run time, as a chaos failpoint would

@@ -3,43 +3,26 @@
 // must be a clean refusal (Corruption naming a segment file) or a clean truncation (the log
 // equals the reference after some prefix of the requests, and every entry reads back verified)
 // -- never a crash and never different data.
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "crash_workload.h"
+#include "epoch/test_support/files.h"
+#include "epoch/test_support/temp_dir.h"
 #include "epoch/wal/posix_file_system.h"
 
 namespace epoch::wal {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::ReadFile;
+using test_support::TempDir;
+using test_support::WriteFile;
 using testing::Callbacks;
 using testing::CheckPrefix;
 using testing::Op;
 using testing::RefLog;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "epoch-wal-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 Options TestOptions() {
   Options o;
@@ -58,23 +41,13 @@ std::vector<fs::path> Segments(const fs::path& dir) {
   return out;
 }
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void WriteFile(const fs::path& p, const std::string& data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
-
 TEST_CASE("bit flips and torn tails in real segment files: refuse or truncate cleanly",
           "[wal][bitflip]") {
-  TempDir original;
+  TempDir original("epoch-wal-bitflip");
   PosixFileSystem posix;
   std::vector<Op> ops;
   {
-    auto wal = Wal::Open(posix, original.path().string(), TestOptions());
+    auto wal = Wal::Open(posix, original.path(), TestOptions());
     REQUIRE(wal.ok());
     // No snapshots here (compaction would leave a single segment); wal_crash_sim_test covers them.
     testing::Workload workload(42, RefLog{}, 400, /*snapshots=*/false);
@@ -94,7 +67,7 @@ TEST_CASE("bit flips and torn tails in real segment files: refuse or truncate cl
   std::mt19937_64 rng(7);
   int refused = 0, truncated = 0, intact = 0;
   for (int iter = 0; iter < 300; ++iter) {
-    TempDir copy;
+    TempDir copy("epoch-wal-bitflip");
     fs::copy(original.path(), copy.path(), fs::copy_options::recursive);
     const auto segs = Segments(copy.path());
     const bool last = rng() % 3 == 0;
@@ -122,7 +95,7 @@ TEST_CASE("bit flips and torn tails in real segment files: refuse or truncate cl
 
     INFO("iteration " << iter << " mode " << mode << " file " << victim.filename() << " offset "
                       << at);
-    auto wal = Wal::Open(posix, copy.path().string(), TestOptions());
+    auto wal = Wal::Open(posix, copy.path(), TestOptions());
     if (!wal.ok()) {
       CHECK(wal.status().Is(StatusCode::kCorruption));
       CHECK_THAT(wal.status().message(), Catch::Contains(".wal"));

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "epoch/test_support/eventually.h"
 #include "epoch/wal/fault_injector.h"
 #include "epoch/wal/format.h"
 #include "epoch/wal/sim_file_system.h"
@@ -17,6 +18,7 @@
 namespace epoch::wal {
 namespace {
 
+using test_support::Eventually;
 using testing::Callbacks;
 using testing::kWaitTimeout;
 using testing::MakeEntry;
@@ -55,17 +57,6 @@ class Gate {
   bool entered_ = false;
   bool open_ = false;
 };
-
-// Polls `done` until it holds or the deadline passes (no fixed sleep).
-template <typename Pred>
-bool Eventually(Pred done) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 bool Durable(const SimFileSystem& fs, const raft::Entry& e) {
   const auto contents = fs.DurableContents(kSegment);
@@ -119,7 +110,7 @@ TEST_CASE("completion: every callback finds its entry already durable", "[wal][c
     });
   }
   for (auto& t : threads) t.join();
-  REQUIRE(Eventually([&] { return done.load() == 320; }));
+  REQUIRE(Eventually([&] { return done.load() == 320; }, kWaitTimeout));
   CHECK(failed == 0);
   CHECK(not_durable == 0);
   CHECK(wal->Close().ok());
@@ -137,7 +128,7 @@ TEST_CASE("completion: a slow callback does not hold back the next fdatasync, on
 
   // The second batch is written and synced meanwhile; its callback waits for the first.
   REQUIRE(wal->Append({e2}, std::nullopt, second.Make()).ok());
-  REQUIRE(Eventually([&] { return wal->stats().frames >= 2; }));
+  REQUIRE(Eventually([&] { return wal->stats().frames >= 2; }, kWaitTimeout));
   CHECK(Durable(env.fs, e2));
   CHECK(second.Count() == 0);
 
@@ -185,15 +176,17 @@ TEST_CASE("completion: an fdatasync failure while earlier callbacks run fails on
   // Batch 2's fdatasync fails while batch 1's callback is still running: fail-stop.
   env.faults->FailNext(FsOp::kSync, Status::IOError("fdatasync: EIO"), 1, PathEndsWith(".wal"));
   REQUIRE(wal->Append({MakeEntry(2, 1)}, std::nullopt, recorder(2)).ok());
-  REQUIRE(Eventually([&] { return !wal->Health().ok(); }));
+  REQUIRE(Eventually([&] { return !wal->Health().ok(); }, kWaitTimeout));
   const std::uint64_t syncs = env.faults->Count(FsOp::kSync);
   REQUIRE(wal->Append({MakeEntry(3, 1)}, std::nullopt, recorder(3)).ok());
   wal->Sync(recorder(4));
   gate.Open();
-  REQUIRE(Eventually([&] {
-    std::lock_guard lock(order_mu);
-    return order.size() == 4;
-  }));
+  REQUIRE(Eventually(
+      [&] {
+        std::lock_guard lock(order_mu);
+        return order.size() == 4;
+      },
+      kWaitTimeout));
   {
     std::lock_guard lock(order_mu);
     for (int i = 0; i < 4; ++i) CHECK(order[i].first == i + 1);

@@ -4,13 +4,12 @@
 // hung joining the pool (seen once in a benchmark's cluster stop).
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <future>
 #include <thread>
 
 #include "epoch/daemon/epoch_node.h"
 #include "epoch/node/node_config.h"
+#include "epoch/test_support/temp_dir.h"
 
 namespace epoch::server {
 namespace {
@@ -30,10 +29,9 @@ NodeConfig SingleNode(const std::string& dir) {
 
 TEST_CASE("epochd in-process: every start is followed by a shutdown that finishes",
           "[server][node][lifecycle]") {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "epoch-lifecycle-XXXXXX").string();
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  test_support::TempDir dir("epoch-lifecycle");
   for (int i = 0; i < 15; ++i) {
-    Result<std::unique_ptr<EpochNode>> node = EpochNode::Start(SingleNode(tmpl));
+    Result<std::unique_ptr<EpochNode>> node = EpochNode::Start(SingleNode(dir.path()));
     INFO("start " << i << ": " << node.status().ToString());
     REQUIRE(node.ok());
     std::shared_ptr<EpochNode> running(std::move(*node));
@@ -46,12 +44,11 @@ TEST_CASE("epochd in-process: every start is followed by a shutdown that finishe
     const bool finished = done.wait_for(20s) == std::future_status::ready;
     if (!finished) {
       stopper.detach();  // hung: report it rather than hang the suite
+      dir.Keep();        // the hung node may still use it
       FAIL("shutdown " << i << " did not finish within 20 s");
     }
     stopper.join();
   }
-  std::error_code ec;
-  std::filesystem::remove_all(tmpl, ec);
 }
 
 }  // namespace

@@ -85,9 +85,9 @@ TEST_CASE("restore mode: a KvStore checkpoint archive becomes a new member's dat
     CHECK_THAT(again.status().message(), Catch::Contains("is not empty"));
   }
   SECTION("a damaged file leaves the (fresh) directory absent") {
-    std::string bytes = ReadAll(tmp.Sub("snap.db"));
+    std::string bytes = ReadFile(tmp.Sub("snap.db"));
     bytes[100] = static_cast<char>(bytes[100] ^ 4);
-    WriteAll(tmp.Sub("bad.db"), bytes);
+    WriteFile(tmp.Sub("bad.db"), bytes);
     config.data_dir = tmp.Sub("restored-bad");
     auto bad = RestoreSnapshot(tmp.Sub("bad.db"), config);
     REQUIRE(!bad.ok());

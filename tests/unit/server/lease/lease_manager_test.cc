@@ -17,6 +17,7 @@
 #include "epoch/replication/durable_log.h"
 #include "epoch/replication/kv_state_machine.h"
 #include "epoch/test_support/eventually.h"
+#include "epoch/test_support/temp_dir.h"
 
 namespace epoch::server {
 
@@ -25,23 +26,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace pb = etcdserverpb;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "epoch-lease-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 class NullSender final : public MessageSender {
  public:
@@ -183,7 +167,7 @@ class LeaseNode {
   LeaseManager& leases() { return *leases_; }
 
  private:
-  TempDir dir_;
+  test_support::TempDir dir_{"epoch-lease"};
   NodeConfig config_;
   LeaseOptions options_;
   std::atomic<std::int64_t> offset_ms_{0};

@@ -57,7 +57,7 @@ struct Fixture {
 
 TEST_CASE("archive round trip: header and every file come back byte for byte", "[snapshot]") {
   Fixture f;
-  const std::string archive = ReadAll(f.archive_path);
+  const std::string archive = ReadFile(f.archive_path);
   // etcdctl snapshot save accepts the file only if size % 512 == 32 (payload + SHA-256).
   CHECK(archive.size() % 512 == 32);
   CHECK(archive.substr(archive.size() - 32) == Sha256(archive.substr(0, archive.size() - 32)));
@@ -77,7 +77,7 @@ TEST_CASE("archive round trip: header and every file come back byte for byte", "
 TEST_CASE("archive writer: any piece size gives the same bytes and the announced total",
           "[snapshot]") {
   Fixture f;
-  const std::string whole = ReadAll(f.archive_path);
+  const std::string whole = ReadFile(f.archive_path);
   auto listed = ListCheckpointFiles(f.tmp.Sub("ckpt"));
   REQUIRE(listed.ok());
   for (std::size_t piece : {std::size_t{13}, std::size_t{511}, std::size_t{65536}}) {
@@ -105,7 +105,7 @@ TEST_CASE("archive of an empty checkpoint directory is still a valid etcdctl-siz
   TempDir tmp;
   std::filesystem::create_directories(tmp.Sub("empty"));
   REQUIRE(WriteArchiveFile(SampleHeader(), {}, tmp.Sub("s.db")).ok());
-  CHECK(ReadAll(tmp.Sub("s.db")).size() % 512 == 32);
+  CHECK(ReadFile(tmp.Sub("s.db")).size() % 512 == 32);
   auto unpacked = UnpackArchive(tmp.Sub("s.db"), tmp.Sub("out"));
   REQUIRE(unpacked.ok());
   CHECK(unpacked->file_count == 0);
@@ -113,23 +113,23 @@ TEST_CASE("archive of an empty checkpoint directory is still a valid etcdctl-siz
 
 TEST_CASE("archive: truncated files are refused with a clear message", "[snapshot]") {
   Fixture f;
-  const std::string archive = ReadAll(f.archive_path);
+  const std::string archive = ReadFile(f.archive_path);
   SECTION("cut at an arbitrary point: the size rule fails") {
-    WriteAll(f.archive_path, archive.substr(0, archive.size() - 100));
+    WriteFile(f.archive_path, archive.substr(0, archive.size() - 100));
     auto r = VerifyArchive(f.archive_path);
     REQUIRE(!r.ok());
     CHECK(r.status().Is(StatusCode::kCorruption));
     CHECK_THAT(r.status().message(), Catch::Contains("truncated or not a snapshot"));
   }
   SECTION("cut by exactly 512 bytes: the size rule holds, the SHA-256 does not") {
-    WriteAll(f.archive_path,
-             archive.substr(0, archive.size() - 544) + archive.substr(archive.size() - 32));
+    WriteFile(f.archive_path,
+              archive.substr(0, archive.size() - 544) + archive.substr(archive.size() - 32));
     auto r = VerifyArchive(f.archive_path);
     REQUIRE(!r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("SHA-256 checksum mismatch"));
   }
   SECTION("empty file") {
-    WriteAll(f.archive_path, "");
+    WriteFile(f.archive_path, "");
     auto r = VerifyArchive(f.archive_path);
     REQUIRE(!r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("truncated or not a snapshot"));
@@ -138,13 +138,13 @@ TEST_CASE("archive: truncated files are refused with a clear message", "[snapsho
 
 TEST_CASE("archive: corrupted files are refused and nothing is unpacked", "[snapshot]") {
   Fixture f;
-  std::string archive = ReadAll(f.archive_path);
+  std::string archive = ReadFile(f.archive_path);
   SECTION("one flipped bit anywhere fails the SHA-256") {
     for (std::size_t at : {std::size_t{0}, std::size_t{40}, archive.size() / 2, archive.size() - 33,
                            archive.size() - 1}) {
       std::string bad = archive;
       bad[at] = static_cast<char>(bad[at] ^ 0x10);
-      WriteAll(f.archive_path, bad);
+      WriteFile(f.archive_path, bad);
       auto r = UnpackArchive(f.archive_path, f.tmp.Sub("out"));
       INFO("flipped byte " << at);
       REQUIRE(!r.ok());
@@ -156,13 +156,13 @@ TEST_CASE("archive: corrupted files are refused and nothing is unpacked", "[snap
     const std::size_t at = archive.find(f.files.at("MANIFEST-000005").substr(0, 64));
     REQUIRE(at != std::string::npos);
     archive[at + 10] = static_cast<char>(archive[at + 10] ^ 1);
-    WriteAll(f.archive_path, Reseal(archive));
+    WriteFile(f.archive_path, Reseal(archive));
     auto r = VerifyArchive(f.archive_path);
     REQUIRE(!r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("checksum mismatch in file MANIFEST-000005"));
   }
   SECTION("another format behind a matching SHA-256 (e.g. etcd's bbolt file) is named as such") {
-    WriteAll(f.archive_path, Reseal(std::string(1024 + 32, 'x')));
+    WriteFile(f.archive_path, Reseal(std::string(1024 + 32, 'x')));
     auto r = VerifyArchive(f.archive_path);
     REQUIRE(!r.ok());
     CHECK(r.status().Is(StatusCode::kInvalidArgument));
@@ -171,7 +171,7 @@ TEST_CASE("archive: corrupted files are refused and nothing is unpacked", "[snap
   SECTION("non-zero padding behind a matching SHA-256") {
     REQUIRE(archive[archive.size() - 33] == '\0');  // these files leave some padding
     archive[archive.size() - 33] = 'p';
-    WriteAll(f.archive_path, Reseal(archive));
+    WriteFile(f.archive_path, Reseal(archive));
     auto r = VerifyArchive(f.archive_path);
     REQUIRE(!r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("non-zero padding"));
@@ -181,11 +181,11 @@ TEST_CASE("archive: corrupted files are refused and nothing is unpacked", "[snap
 TEST_CASE("archive: unpack refuses a non-empty destination", "[snapshot]") {
   Fixture f;
   std::filesystem::create_directories(f.tmp.Sub("out"));
-  WriteAll(f.tmp.Sub("out/keep"), "x");
+  WriteFile(f.tmp.Sub("out/keep"), "x");
   auto r = UnpackArchive(f.archive_path, f.tmp.Sub("out"));
   REQUIRE(!r.ok());
   CHECK(r.status().Is(StatusCode::kFailedPrecondition));
-  CHECK(ReadAll(f.tmp.Sub("out/keep")) == "x");
+  CHECK(ReadFile(f.tmp.Sub("out/keep")) == "x");
 }
 
 }  // namespace epoch::server

@@ -1,55 +1,24 @@
-// Helpers for the snapshot tests: a temporary directory, files with deterministic contents, a
-// small KvStore with a few keys, and whole-file comparison.
+// Helpers for the snapshot tests: files with deterministic contents, a small KvStore with a few
+// keys, and whole-directory comparison (TempDir, ReadFile and WriteFile are tests/support's).
 #pragma once
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "epoch/state/kv_store.h"
+#include "epoch/test_support/files.h"
+#include "epoch/test_support/temp_dir.h"
 
 namespace epoch::server::snapshot_testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "epoch-snap-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-inline void WriteAll(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-  REQUIRE(out.good());
-}
+using test_support::ReadFile;
+using test_support::TempDir;
+using test_support::WriteFile;
 
 inline std::string RandomBytes(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -62,7 +31,7 @@ inline std::string RandomBytes(std::size_t n, std::uint64_t seed) {
 inline std::map<std::string, std::string> DirContents(const std::string& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    out[e.path().filename().string()] = ReadAll(e.path().string());
+    out[e.path().filename().string()] = ReadFile(e.path());
   }
   return out;
 }
@@ -77,7 +46,7 @@ inline std::map<std::string, std::string> MakeFiles(const std::string& dir, std:
       {"OPTIONS-000009", RandomBytes(1, seed + 2)},
       {"000008.log", ""},
   };
-  for (const auto& [name, data] : files) WriteAll(dir + "/" + name, data);
+  for (const auto& [name, data] : files) WriteFile(dir + "/" + name, data);
   return files;
 }
 

@@ -1,6 +1,6 @@
-// Test helpers for state_tests: a temporary directory removed at the end of the test, and a
-// TestStore that wraps KvStore with one-line Put/Delete/Txn/Range calls, each applied as the next
-// Raft log index.
+// Test helpers for the state tests: TempDir (tests/support's, removed at the end of the test), and
+// a TestStore that wraps KvStore with one-line Put/Delete/Txn/Range calls, each applied as the
+// next Raft log index.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -11,31 +11,13 @@
 #include <vector>
 
 #include "epoch/state/kv_store.h"
+#include "epoch/test_support/temp_dir.h"
 
 namespace epoch::server::testing {
 
 namespace pb = etcdserverpb;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "epoch-server-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] std::string path() const { return path_; }
-  [[nodiscard]] std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 inline std::unique_ptr<KvStore> OpenOrDie(const std::string& dir, KvStoreOptions options = {}) {
   Result<std::unique_ptr<KvStore>> store = KvStore::Open(dir, std::move(options));

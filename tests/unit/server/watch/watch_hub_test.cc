@@ -429,8 +429,8 @@ class ThreadedStream {
 
 TEST_CASE("threads: applier, dispatch, history reads and clients concurrently",
           "[watch][hub][threads]") {
-  TempDir dir;
-  Result<std::unique_ptr<KvStore>> opened = KvStore::Open(dir.path() + "/kv", KvStoreOptions{});
+  test_support::TempDir dir("epoch-watch");
+  Result<std::unique_ptr<KvStore>> opened = KvStore::Open(dir.Sub("kv"), KvStoreOptions{});
   REQUIRE(opened.ok());
   std::unique_ptr<KvStore> store = std::move(*opened);
   asio::thread_pool dispatch_pool(1);

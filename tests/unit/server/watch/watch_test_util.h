@@ -5,15 +5,14 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <deque>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "epoch/state/kv_store.h"
+#include "epoch/test_support/temp_dir.h"
 #include "epoch/watch/watch_hub.h"
 #include "epoch/watch/watch_session.h"
 
@@ -21,30 +20,11 @@ namespace epoch::server::watch_testing {
 
 namespace pb = etcdserverpb;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "epoch-watch-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // A store, a hub on it, and the two executors the hub runs on, all driven by the test thread.
 class WatchFixture {
  public:
   explicit WatchFixture(WatchHubOptions options = {}, KvStoreOptions store_options = {}) {
-    Result<std::unique_ptr<KvStore>> store = KvStore::Open(dir_.path() + "/kv", store_options);
+    Result<std::unique_ptr<KvStore>> store = KvStore::Open(dir_.Sub("kv"), store_options);
     INFO(store.status().ToString());
     REQUIRE(store.ok());
     store_ = std::move(*store);
@@ -114,7 +94,7 @@ class WatchFixture {
     return io.poll();
   }
 
-  TempDir dir_;
+  test_support::TempDir dir_{"epoch-watch"};
   std::unique_ptr<KvStore> store_;
   LogIndex next_index_{1};
   asio::io_context dispatch_io_;

@@ -31,6 +31,7 @@
 #include "epoch/status.h"
 #include "epoch/test_support/loopback.h"
 #include "epoch/test_support/process.h"
+#include "epoch/test_support/temp_dir.h"
 #include "etcdserverpb/rpc.pb.h"
 
 namespace epoch::test {
@@ -79,7 +80,7 @@ class TestCluster {
 
   [[nodiscard]] int size() const { return static_cast<int>(nodes_.size()); }
   [[nodiscard]] const NodeInfo& node(int i) const { return nodes_.at(i).info; }
-  [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] const std::string& dir() const { return dir_.path(); }
   [[nodiscard]] const std::string& cluster_token() const { return options_.cluster_token; }
   // Index of the node with this member ID, or -1.
   [[nodiscard]] int IndexOf(std::uint64_t member_id) const;
@@ -129,6 +130,9 @@ class TestCluster {
   [[nodiscard]] Result<HttpResponse> Http(
       int i, std::string_view path,
       std::chrono::milliseconds timeout = std::chrono::seconds(1)) const;
+  // The value of the sample `name` (a metric without labels) on node i's /metrics; nullopt when
+  // the page cannot be read or has no such sample.
+  [[nodiscard]] std::optional<double> Metric(int i, std::string_view name) const;
   // etcdctl (v3 API) with --endpoints set to `endpoints` (default: every node).
   [[nodiscard]] CommandResult Etcdctl(
       const std::vector<std::string>& args, std::string_view stdin_data = {},
@@ -148,7 +152,8 @@ class TestCluster {
     std::optional<int> exit_status;
   };
 
-  TestCluster(ClusterOptions options, PortBlock ports, std::string dir);
+  // Creates the cluster's directory; throws std::runtime_error when it cannot.
+  TestCluster(ClusterOptions options, PortBlock ports);
   [[nodiscard]] std::vector<std::string> ArgsFor(int i) const;
   // ArgsFor with etcd's flags in place of Epoch's (ClusterOptions::etcd_flags).
   void EtcdStyle(int i, std::vector<std::string>* args) const;
@@ -156,8 +161,8 @@ class TestCluster {
   [[nodiscard]] std::optional<int> AgreedLeader(std::optional<int> not_index);
 
   const ClusterOptions options_;
-  const PortBlock ports_;  // held for the cluster's lifetime so restarts get the same ports
-  const std::string dir_;
+  const PortBlock ports_;      // held for the cluster's lifetime so restarts get the same ports
+  test_support::TempDir dir_;  // kept at destruction when the files are to be kept
   std::vector<Node> nodes_;
   bool keep_files_ = false;
 
