@@ -119,9 +119,18 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--max-txn-ops", c.limits.max_txn_ops,
                  "Most operations in one level of a txn (etcd's flag)")
       ->check(CLI::Range(std::size_t{1}, kMaxTxnOpsCap));
+  app.add_option("--max-txn-read-keys", c.limits.max_txn_read_keys,
+                 "Most keys a txn with writes may read, over all its Range ops (they run on the "
+                 "Raft thread); past it the txn fails and writes nothing. Read-only txns are not "
+                 "bounded")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   app.add_option("--quota-backend-bytes", c.quota_backend_bytes,
                  "Store size at which this member raises the NOSPACE alarm and the cluster refuses "
                  "writes that need space (etcd's flag; 0 = 2 GiB, negative = no quota)");
+  app.add_option("--keepalive-queue-max", c.keepalive_queue_max,
+                 "Keep-alive answers queued on one stream for a client that does not read "
+                 "them; past it the stream ends with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   app.add_option("--grpc-threads", c.grpc_threads,
                  "Threads serving client gRPC calls, each polling its own completion queue (1 "
                  "avoids thread hand-offs; more only when one core cannot keep up)")
