@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   epoch::server::NodeFlags flags;
   NodeConfig config;
   epoch::server::AddNodeFlags(app, flags, config);
+  app.set_version_flag("--version", "epochd " EPOCH_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
