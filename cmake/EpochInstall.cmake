@@ -1,7 +1,8 @@
 # `cmake --install` rules and the EpochClient package config.
 #
 # Components:
-#   server  epochd, epoch-wal, the default config and the systemd unit
+#   server  epochd, epoch-wal, the default configuration and the systemd unit
+#           (cmake/EpochInstallServiceFiles.cmake)
 #   cli     epochctl
 #   devel   the client library (epoch::client with epoch::proto and epoch::common), its headers
 #           and lib/cmake/EpochClient, so an application can find_package(EpochClient)
@@ -17,6 +18,10 @@ set(EPOCH_INSTALL_PROTO_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/epoch/proto)
 
 install(TARGETS epochd epoch-wal RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
 install(TARGETS epochctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+install(CODE "set(EPOCH_DEPLOY_DIR \"${PROJECT_SOURCE_DIR}/deploy\")
+              set(EPOCH_STAGING_DIR \"${PROJECT_BINARY_DIR}/install-staging\")"
+        COMPONENT server)
+install(SCRIPT ${PROJECT_SOURCE_DIR}/cmake/EpochInstallServiceFiles.cmake COMPONENT server)
 
 # The library targets keep their in-tree names for consumers: epoch::client, epoch::proto,
 # epoch::common.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install_test.sh <build-dir> <source-dir>: `cmake --install` into a fresh prefix, then
-#   - the binaries and the client library's headers and package config are where documented,
+#   - the binaries, the default configuration, the systemd unit and the client library's
+#     headers and package config are where documented,
 #   - the installed epochd answers --version,
 #   - an application outside the tree (tests/packaging/consumer) configures with
 #     find_package(EpochClient), builds, and puts and reads a key on the installed epochd.
@@ -14,6 +15,10 @@ for f in bin/epochd bin/epochctl bin/epoch-wal include/epoch/client/client.h inc
   include/epoch/proto/etcdserverpb/rpc.pb.h include/epoch/proto/mvccpb/kv.pb.h; do
   expect_file "$PREFIX/$f"
 done
+# A prefix other than /usr keeps its configuration in <prefix>/etc; the unit names both.
+expect_file "$PREFIX/etc/epoch/epoch.conf.yml"
+grep -qx "ExecStart=$PREFIX/bin/epochd --config-file $PREFIX/etc/epoch/epoch.conf.yml" \
+  "$PREFIX/lib/systemd/system/epochd.service" || fail "the installed unit does not name $PREFIX"
 config=$(find "$PREFIX" -path '*/cmake/EpochClient/EpochClientConfig.cmake')
 [ -n "$config" ] || fail "no lib*/cmake/EpochClient/EpochClientConfig.cmake under $PREFIX"
 ls "$(dirname "$config")/../../libepoch_client.a" >/dev/null || fail "libepoch_client.a missing"
