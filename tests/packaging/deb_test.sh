@@ -16,7 +16,7 @@ deb=${debs[0]}
 field() { dpkg-deb -f "$deb" "$1"; }
 [ "$(field Package)" = epoch ] || fail "Package is '$(field Package)'"
 depends=$(field Depends)
-for dep in passwd 'libgrpc++' libprotobuf libc6; do
+for dep in passwd 'libgrpc++' libprotobuf libsystemd0 libc6; do
   [[ "$depends" == *"$dep"* ]] || fail "Depends lacks $dep: $depends"
 done
 
