@@ -56,6 +56,11 @@ wait_until() {
   done
 }
 
+for tool in debootstrap buildah podman runc etcdctl cpack; do
+  command -v "$tool" >/dev/null ||
+    fail "$tool is missing (apt-get install debootstrap buildah podman runc etcd-client cmake)"
+done
+
 t0=$SECONDS
 mkdir -p "$CACHE"
 if [ ! -e "$CACHE/bookworm-minbase.done" ]; then

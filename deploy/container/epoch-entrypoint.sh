@@ -19,7 +19,12 @@
 #   EPOCHD_TLS_DIR         if set: client TLS from tls.crt, tls.key, ca.crt there (a Secret of
 #                          type kubernetes.io/tls plus ca.crt), https client URLs, client
 #                          certificates required
+#   EPOCHD_RESTORE_SNAPSHOT  an `etcdctl snapshot save` file: when the data directory is empty
+#                          (a new member), first `epochd --restore-snapshot` it with the same
+#                          flags, as a member of the new cluster (the membership runbook,
+#                          deploy/kubernetes/README.md)
 #   EPOCHD_DRY_RUN=1       print epochd's command line, one argument a line, instead of running it
+#                          (with a restore, that command line first, then an empty line)
 # `epoch-entrypoint healthcheck` checks this member with `epochctl endpoint health` (a
 # linearizable read through the log) and exits non-zero when it fails.
 set -eu
@@ -104,8 +109,17 @@ if [ -n "$tls_dir" ]; then
     --trusted-ca-file "$tls_dir/ca.crt" --client-cert-auth
 fi
 
+restore=${EPOCHD_RESTORE_SNAPSHOT:-}
+if [ -n "$restore" ] && [ -n "$(ls -A "$data_dir" 2>/dev/null)" ]; then
+  restore=""  # this member has its state: a restart, not a new member
+fi
 if [ "${EPOCHD_DRY_RUN:-}" = 1 ]; then
+  [ -z "$restore" ] || printf '%s\n' epochd "$@" --restore-snapshot "$restore" ""
   printf '%s\n' epochd "$@"
   exit 0
+fi
+if [ -n "$restore" ]; then
+  [ -r "$restore" ] || die "EPOCHD_RESTORE_SNAPSHOT: cannot read $restore"
+  epochd "$@" --restore-snapshot "$restore"
 fi
 exec epochd "$@"

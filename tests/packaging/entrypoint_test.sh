@@ -56,6 +56,16 @@ expect_eq "TLS key" "$(value_of --key-file "$line")" "$TEST_TMP/tls/tls.key"
 expect_eq "TLS CA" "$(value_of --trusted-ca-file "$line")" "$TEST_TMP/tls/ca.crt"
 [[ " $line " == *" --client-cert-auth "* ]] || fail "TLS without --client-cert-auth: $line"
 
+# EPOCHD_RESTORE_SNAPSHOT: a restore command first for an empty data directory, none once it
+# holds state.
+line=$(args EPOCHD_HOSTNAME=epoch-1 EPOCHD_DATA_DIR="$TEST_TMP/empty" EPOCHD_RESTORE_SNAPSHOT=/s.db)
+[[ "$line" == "epochd "*" --restore-snapshot /s.db  epochd "* ]] ||
+  fail "no restore before the run for an empty data directory: $line"
+[ "$(grep -o -- '--restore-snapshot' <<<"$line" | wc -l)" = 1 ] || fail "two restores: $line"
+mkdir -p "$TEST_TMP/full/wal"
+line=$(args EPOCHD_HOSTNAME=epoch-1 EPOCHD_DATA_DIR="$TEST_TMP/full" EPOCHD_RESTORE_SNAPSHOT=/s.db)
+[[ "$line" != *--restore-snapshot* ]] || fail "a restore over existing state: $line"
+
 # refuses <message part> <env...>: the entrypoint exits 2 naming the problem.
 refuses() {
   local want=$1 out code
@@ -72,4 +82,4 @@ refuses "is not <statefulset>-<ordinal>" EPOCHD_HOSTNAME=epoch
 refuses "is not <statefulset>-<ordinal>" EPOCHD_HOSTNAME=epoch-x
 refuses "is not a number" EPOCHD_HOSTNAME=epoch-0 EPOCHD_CLUSTER_SIZE=three
 refuses "cannot read $TEST_TMP/none/tls.crt" EPOCHD_HOSTNAME=epoch-0 EPOCHD_TLS_DIR="$TEST_TMP/none"
-echo "PASS: entrypoint command lines for ordinals 0-4, custom settings, TLS, refusals"
+echo "PASS: entrypoint command lines for ordinals 0-4, custom settings, TLS, restore, refusals"
