@@ -67,9 +67,9 @@ Status CheckClusterState(const std::string& state, const std::string& data_dir) 
 }  // namespace
 
 void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
-  app.set_config("--config-file", "",
-                 "Read flags from this file: one 'name = value' per line (TOML), names without "
-                 "the leading --; flags on the command line win");
+  app.add_option("--config-file", f.config_file,
+                 "etcd's YAML configuration file; when given, other flags and EPOCH_*/ETCD_* "
+                 "variables are ignored, as in etcd (docs/etcd-compatibility.md)");
   app.add_option("--name", c.name, "This member's name (must appear in --initial-cluster)")
       ->required();
   app.add_option("--data-dir", c.data_dir, "Directory for the WAL and the state machine")
