@@ -5,7 +5,7 @@
 # checks in tests/packaging/).
 #
 #  1. base image: `debootstrap --variant=minbase bookworm`, cached in $EPOCH_CONTAINER_CACHE
-#     (default /var/tmp/epoch-container-cache), imported with `podman import`;
+#     (default /var/tmp/epoch-container-cache), trimmed and imported with `podman import`;
 #  2. the .deb (cpack) and the image (buildah bud, chroot isolation, vfs storage) — which
 #     installs the .deb with apt into that clean root, running its maintainer scripts;
 #  3. in the image: epochd --version, the epoch user (uid 2379), /var/lib/epoch mode 0700;
@@ -25,7 +25,7 @@ BUILD=${1:-$SRC/build/release}
 CACHE=${EPOCH_CONTAINER_CACHE:-/var/tmp/epoch-container-cache}
 BASE_PORT=${EPOCH_CONTAINER_BASE_PORT:-32379}
 IMAGE=localhost/epoch:test
-BASE_IMAGE=localhost/epoch-base:bookworm
+BASE_IMAGE=localhost/epoch-base:bookworm-trimmed
 STORE=(--root "$CACHE/storage" --runroot "$CACHE/run" --storage-driver vfs)
 RUN_OPTS=(--runtime runc --network host --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 DEADLINE_S=90
@@ -71,8 +71,13 @@ if [ ! -e "$CACHE/bookworm-minbase.done" ]; then
   touch "$CACHE/bookworm-minbase.done"
 fi
 if ! podman_ image exists "$BASE_IMAGE"; then
+  # Without debootstrap's downloaded .debs, apt's lists, docs, man pages and translations, as
+  # Debian's slim images (about 80 MB instead of 200).
   log "importing the base image"
-  tar -C "$CACHE/bookworm-minbase" -c . | podman_ import - "$BASE_IMAGE" >/dev/null
+  tar -C "$CACHE/bookworm-minbase" --exclude='./var/cache/apt/archives/*.deb' \
+    --exclude='./var/lib/apt/lists/*' --exclude='./usr/share/doc/*' \
+    --exclude='./usr/share/man/*' --exclude='./usr/share/locale/*' -c . |
+    podman_ import - "$BASE_IMAGE" >/dev/null
 fi
 t_base=$SECONDS
 
