@@ -13,7 +13,11 @@
 #     loopback address 127.0.0.2..4 and reaching the others by their StatefulSet DNS names
 #     (--add-host); the health checks pass; etcdctl writes and reads; one member stopped with
 #     SIGTERM exits 0 and the other two still commit writes; with a second one stopped, the
-#     health check fails.
+#     health check fails;
+#  5. the package's epochd.service under a real systemd (252, as PID 1 of a container made from
+#     the image plus Debian's systemd, the default configuration moved to free ports): it becomes
+#     active only after READY=1, serves, is restarted after SIGKILL (Restart=on-failure), and on
+#     `systemctl stop` sends STOPPING=1 and ends with Result=success — all under its hardening.
 # podman schedules health checks with systemd timers, absent here: the test runs them itself
 # (`podman healthcheck run`). Images, containers and storage live under the cache directory (a
 # podman --root of their own), apart from other podman users. Every container started is removed
@@ -41,7 +45,8 @@ WORK=$(mktemp -d /var/tmp/epoch-container-test.XXXXXX)
 CONTAINERS=()
 cleanup() {
   local c
-  for c in "${CONTAINERS[@]}"; do podman_ rm -f -t 5 "$c" >/dev/null 2>&1 || true; done
+  for c in "${CONTAINERS[@]}"; do podman_ rm -f -v -t 5 "$c" >/dev/null 2>&1 || true; done
+  podman_ image prune -f >/dev/null 2>&1 || true  # images a rebuild untagged
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -91,7 +96,6 @@ buildah "${STORE[@]}" bud --isolation chroot --format docker --layers=false \
   --build-arg BASE="$BASE_IMAGE" -f "$SRC/deploy/container/Containerfile" -t "$IMAGE" \
   "$WORK/context" >"$WORK/bud.log" 2>&1 || { tail -30 "$WORK/bud.log"; fail "buildah bud"; }
 t_image=$SECONDS
-podman_ image prune -f >/dev/null  # the previous run's image, untagged by this build
 size=$(podman_ image inspect --format '{{.Size}}' "$IMAGE")
 log "image $IMAGE: $((size / 1000000)) MB"
 
@@ -158,6 +162,53 @@ if podman_ healthcheck run epoch-test-0 >/dev/null 2>&1; then
   fail "the health check passes on a member without quorum"
 fi
 log "with two of three members stopped, the health check fails"
+for c in "${CONTAINERS[@]}"; do podman_ rm -f -v -t 5 "$c" >/dev/null 2>&1 || true; done
+CONTAINERS=()
+t_cluster=$SECONDS
+
+mkdir "$WORK/systemd"
+sd_port=$((BASE_PORT + 10))
+sed -e "s/:2379/:$sd_port/g; s/:2380/:$((sd_port + 1))/g; s/:2381/:$((sd_port + 2))/g" \
+  "$SRC/deploy/systemd/epoch.conf.yml" >"$WORK/systemd/epoch.conf.yml"
+cat >"$WORK/systemd/Containerfile" <<CONTAINERFILE
+FROM $IMAGE
+USER root
+RUN apt-get update && apt-get install -y --no-install-recommends systemd && \\
+    rm -rf /var/lib/apt/lists/*
+COPY epoch.conf.yml /etc/epoch/epoch.conf.yml
+RUN chown root:epoch /etc/epoch/epoch.conf.yml && chmod 0640 /etc/epoch/epoch.conf.yml && \\
+    systemctl enable epochd
+ENTRYPOINT ["/lib/systemd/systemd"]
+CONTAINERFILE
+log "the unit under systemd: building the image (the epoch image + Debian's systemd)"
+buildah "${STORE[@]}" bud --isolation chroot --layers=false -t localhost/epoch-systemd:test \
+  "$WORK/systemd" >"$WORK/bud-systemd.log" 2>&1 ||
+  { tail -30 "$WORK/bud-systemd.log"; fail "buildah bud (systemd)"; }
+CONTAINERS+=(epoch-test-systemd)
+podman_ rm -f epoch-test-systemd >/dev/null 2>&1 || true
+podman_ run -d --name epoch-test-systemd --systemd=always "${RUN_OPTS[@]}" \
+  localhost/epoch-systemd:test >/dev/null 2>>"$WORK/podman.log" ||
+  { cat "$WORK/podman.log"; fail "podman run (systemd)"; }
+in_systemd() { podman_ exec epoch-test-systemd "$@"; }
+unit_is() { [ "$(in_systemd systemctl show -p "$1" --value epochd)" = "$2" ]; }
+wait_until "epochd.service active (READY=1)" unit_is ActiveState active
+in_systemd journalctl -u epochd --no-pager | grep -q "told systemd READY=1" ||
+  fail "epochd.service is active without READY=1"
+etcdctl --endpoints "127.0.0.1:$sd_port" put /systemd/key served >/dev/null ||
+  fail "epochd under systemd does not serve"
+in_systemd systemctl kill -s KILL epochd
+wait_until "a restart after SIGKILL (Restart=on-failure)" unit_is NRestarts 1
+wait_until "epochd.service active again" unit_is ActiveState active
+[ "$(etcdctl --endpoints "127.0.0.1:$sd_port" --command-timeout 10s get --print-value-only \
+  /systemd/key)" = served ] || fail "the key written before SIGKILL is gone"
+in_systemd systemctl stop epochd
+unit_is ActiveState inactive && unit_is Result success ||
+  fail "systemctl stop: $(in_systemd systemctl show -p ActiveState -p Result epochd)"
+in_systemd journalctl -u epochd --no-pager | grep -q "told systemd STOPPING=1" ||
+  fail "no STOPPING=1 on systemctl stop"
+[ "$(in_systemd stat -c '%a %U' /var/lib/epoch/default)" = "700 epoch" ] ||
+  fail "the data directory is not 0700 epoch"
+log "under systemd: active after READY=1, serves, restarted after SIGKILL, clean stop"
 t_end=$SECONDS
 
 cat <<REPORT
@@ -165,5 +216,7 @@ PASS: container test
   base image (debootstrap, cached)  $((t_base - t0)) s
   .deb + image build                $((t_image - t_base)) s  (image $((size / 1000000)) MB)
   3 members start -> healthy        $((t_healthy - t_started)) s
+  3-member cluster part             $((t_cluster - t_image)) s
+  the unit under systemd            $((t_end - t_cluster)) s
   whole run                         $((t_end - t0)) s
 REPORT
