@@ -13,6 +13,7 @@
 #include "epoch/daemon/epoch_node.h"
 #include "epoch/daemon/snapshot_restore.h"
 #include "node_flags.h"
+#include "systemd_notify.h"
 
 extern char** environ;
 
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   epoch::server::NodeFlags flags;
   NodeConfig config;
   epoch::server::AddNodeFlags(app, flags, config);
+  app.set_version_flag("--version", "epochd " EPOCH_VERSION);
   auto resolved = epoch::server::ResolveArgs(app, std::vector<std::string>(argv + 1, argv + argc),
                                              epoch::server::EnvironmentFrom(environ));
   if (!resolved.ok()) {
@@ -81,13 +83,17 @@ int main(int argc, char** argv) {
     std::cerr << "epochd: " << node.status().ToString() << "\n";
     return 1;
   }
+  // Under systemd (Type=notify): READY=1 once the member has joined and applied its log.
+  epoch::server::SystemdNotifier systemd([&node] { return (*node)->JoinedAndApplied(); });
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("node={} received signal {}, shutting down", config.name, sig);
+    systemd.Stopping();
     (*node)->Shutdown();
   });
   (*node)->Wait();
+  systemd.Stopping();
   (*node)->Shutdown();
   // Wake the signal waiter if we stopped for another reason.
   pthread_kill(waiter.native_handle(), SIGTERM);
