@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -182,6 +183,10 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
     EPOCH_RETURN_IF_ERROR(MillisToTicks(f.election_timeout_ms, f.tick_ms, "--election-timeout",
                                         &c.raft.election_timeout_min_ticks));
   }
+  // The adaptive election timeout may back off to 4x the floor, so that etcd's usual settings
+  // (--heartbeat-interval 100 --election-timeout 1000: 100 ticks) keep room to back off.
+  c.raft.max_election_timeout_ticks =
+      std::max(c.raft.max_election_timeout_ticks, 4 * c.raft.election_timeout_min_ticks);
   EPOCH_RETURN_IF_ERROR(ParseInitialCluster(f.initial_cluster, f.initial_cluster_clients, &c));
   EPOCH_RETURN_IF_ERROR(ParsePeerDialOverride(f.peer_dial_override, &c));
   c.raft.id = MemberIdFor(c.cluster_token, c.name);

@@ -69,6 +69,14 @@ TEST_CASE("flags: etcd's millisecond timing flags become ticks", "[server][confi
   CHECK(p.config.raft.heartbeat_ticks == 3);
   CHECK(p.config.raft.election_timeout_min_ticks == 30);
 
+  // etcd's defaults, as an etcd config file usually spells them out.
+  Parsed etcd =
+      Parse(With(BaseArgs(), {"--heartbeat-interval", "100", "--election-timeout", "1000"}));
+  INFO(etcd.finished.ToString());
+  REQUIRE(etcd.finished.ok());
+  CHECK(etcd.config.raft.election_timeout_min_ticks == 100);
+  CHECK(etcd.config.raft.max_election_timeout_ticks == 400);
+
   Parsed coarse = Parse(With(BaseArgs(), {"--tick-ms", "5", "--heartbeat-interval", "25"}));
   REQUIRE(coarse.finished.ok());
   CHECK(coarse.config.raft.heartbeat_ticks == 5);
