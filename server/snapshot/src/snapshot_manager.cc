@@ -211,10 +211,14 @@ void SnapshotManager::HandleChunk(const raftpb::Message& message) {
   if (chunk->from != status.leader || chunk->term != status.term) {
     // Only the leader this node follows, in its term, may replace the state machine.
     if (drops_) drops_->Count(FrameDrop::kSnapshotNotLeader);
-    spdlog::warn(
-        "node={:x} refusing snapshot chunk of transfer {} from {:x} at term {}: the leader of "
-        "term {} is {:x}",
-        self_, chunk->transfer_id, chunk->from, chunk->term, status.term, status.leader);
+    // A flood of such chunks must not flood the log: the 1st, 2nd, 4th, 8th, ... are logged.
+    const std::uint64_t n = ++chunks_refused_;
+    if ((n & (n - 1)) == 0) {
+      spdlog::warn(
+          "node={:x} refusing snapshot chunk of transfer {} from {:x} at term {}: the leader of "
+          "term {} is {:x}",
+          self_, chunk->transfer_id, chunk->from, chunk->term, status.term, status.leader);
+    }
     ChunkAck refused{ChunkVerdict::kStale, 0, false, "not from the leader of the current term"};
     send_frame_(chunk->from, EncodeAckFrame(self_, chunk->from, chunk->transfer_id, refused));
     return;

@@ -139,7 +139,8 @@ class SnapshotManager final : public SnapshotHooks {
   DurableLog& log_;
   RaftDriver& driver_;
   FrameSender send_frame_;
-  PeerDrops* const drops_;  // may be null
+  PeerDrops* const drops_;            // may be null
+  std::uint64_t chunks_refused_ = 0;  // chunks not from the leader (I/O thread only)
   std::vector<std::function<void(const raft::SnapshotMeta&)>> on_installed_;
 
   asio::io_context& io_;
