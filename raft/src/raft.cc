@@ -43,6 +43,7 @@ Raft::Raft(const Config& config, const LogReader& log, std::uint64_t seed)
 void Raft::ResetRoleState(Term term) {
   if (term_ != term) {
     RAFT_ASSERT(term > term_, "term going backwards to {}", term);
+    RAFT_ASSERT(term.value() < kMaxPlausibleValue, "term {} beyond the plausible bound", term);
     term_ = term;
     vote_ = kNoNode;
   }
@@ -86,7 +87,8 @@ void Raft::BecomePreCandidate() {
 
 void Raft::BecomeCandidate() {
   RAFT_ASSERT(role_ != Role::kLeader, "leader cannot become candidate");
-  // Raft §5.2: increment current_term, vote for self.
+  // Raft §5.2: increment current_term, vote for self. The term never wraps.
+  RAFT_ASSERT(term_.Next() > term_, "term {} would wrap", term_);
   ResetRoleState(term_.Next());
   vote_ = id_;
   role_ = Role::kCandidate;
@@ -121,8 +123,22 @@ namespace {
 
 // Messages come from the network: a malformed one is dropped here, so that the assertions further
 // in (which guard our own invariants) can only fire on our own bugs.
+bool Plausible(std::uint64_t value) { return value < kMaxPlausibleValue; }
+
+bool PlausibleNumbers(const Message& m) {
+  if (!Plausible(m.term.value()) || !Plausible(m.log_term.value()) || !Plausible(m.index.value()) ||
+      !Plausible(m.commit.value()) || !Plausible(m.reject_hint.value())) {
+    return false;
+  }
+  for (const Entry& e : m.entries) {
+    if (!Plausible(e.term.value()) || !Plausible(e.index.value())) return false;
+  }
+  return !m.snapshot ||
+         (Plausible(m.snapshot->term.value()) && Plausible(m.snapshot->index.value()));
+}
+
 bool WellFormed(const Message& m) {
-  if (m.term.IsZero()) return false;
+  if (m.term.IsZero() || !PlausibleNumbers(m)) return false;
   switch (m.type) {
     case MessageType::kAppendEntries:
       for (std::size_t i = 0; i < m.entries.size(); ++i) {
@@ -143,6 +159,13 @@ StepResult Raft::Step(const Message& m) {
   if (m.to != id_ || m.from == kNoNode || m.from == id_) return StepResult::kIgnored;
   if (!WellFormed(m)) {
     Log(LogLevel::kWarning, "dropped malformed {}", DescribeMessage(m));
+    return StepResult::kIgnored;
+  }
+  if (m.type == MessageType::kTimeoutNow && (m.term != term_ || m.from != leader_)) {
+    // Only the leader of our term may tell us to campaign (it does so once we have its whole
+    // log). Anyone else would unseat a live leader that may still serve lease reads.
+    Log(LogLevel::kWarning, "ignored TimeoutNow from {} at term {}: the leader of term {} is {}",
+        m.from, m.term, term_, leader_);
     return StepResult::kIgnored;
   }
   const bool vote_request = m.type == MessageType::kRequestVote || m.type == MessageType::kPreVote;

@@ -275,7 +275,7 @@ TEST_CASE("garbage on the peer port is dropped and the node keeps serving",
                     std::chrono::milliseconds(300));
   REQUIRE(bad_frame.ok());
   CHECK_FALSE(*bad_frame);
-  CHECK(WaitLog(*cluster, target, "dropping a peer frame"));
+  CHECK(WaitLog(*cluster, target, "dropping a frame from"));
 
   // After a valid hello: a length prefix over the limit closes the connection; a truncated
   // frame is waited for (a member's link may be slow) until the sender hangs up.

@@ -73,6 +73,15 @@ class MetricsText {
     *out_ += fmt::format("# HELP {} {}\n# TYPE {} summary\n{}_sum {}\n{}_count {}\n", name, help,
                          name, name, sum, name, count);
   }
+  // One counter family with a line per value of one label: name{label="value"} n.
+  template <typename Values>
+  void LabeledCounter(std::string_view name, std::string_view help, std::string_view label,
+                      const Values& values) {
+    *out_ += fmt::format("# HELP {} {}\n# TYPE {} counter\n", name, help, name);
+    for (const auto& [value, n] : values) {
+      *out_ += fmt::format("{}{{{}=\"{}\"}} {}\n", name, label, value, n);
+    }
+  }
   void Histogram(std::string_view name, std::string_view help, const LatencyHistogram& h) {
     *out_ += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
     h.Render(name, out_);

@@ -21,7 +21,9 @@
 #include "epoch/node/node_context.h"
 #include "epoch/node/space_quota.h"
 #include "epoch/peer/peer_codec.h"
+#include "epoch/peer/peer_drops.h"
 #include "epoch/peer/peer_forwarder.h"
+#include "epoch/peer/peer_frame_gate.h"
 #include "epoch/peer/peer_transport.h"
 #include "epoch/raft/conf_change.h"
 #include "epoch/replication/kv_state_machine.h"
@@ -52,14 +54,17 @@ namespace {
 // Raft messages to peers through the codec and the TCP transport.
 class TransportSender final : public MessageSender {
  public:
-  explicit TransportSender(PeerTransport& transport) : transport_(transport) {}
+  TransportSender(PeerTransport& transport, PeerFrameGate& gate)
+      : transport_(transport), gate_(gate) {}
   void Send(const raft::Message& m) override { transport_.Send(m.to, EncodeFrame(m)); }
   // Membership changes at run time are not supported: the initial cluster is connected at
-  // start, and a conf change is refused by the services.
-  void OnMembership(const raft::ConfState&) override {}
+  // start, and a conf change is refused by the services. Frames are accepted only from the
+  // applied configuration's members.
+  void OnMembership(const raft::ConfState& conf) override { gate_.SetMembers(conf); }
 
  private:
   PeerTransport& transport_;
+  PeerFrameGate& gate_;
 };
 
 // Submits a WAL request with `submit(done)` and blocks until it is durable. `submit` returns the
@@ -70,6 +75,28 @@ Status AwaitDurable(const std::function<Status(wal::DurableCallback)>& submit) {
   Status accepted = submit([&promise](const Status& s) { promise.set_value(s); });
   if (!accepted.ok()) return accepted;
   return future.get();
+}
+
+// The data directory, created 0700 if missing; an existing one open to others is narrowed to its
+// owner (etcd's rule), with a warning.
+Status PrepareDataDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool existed = fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IOError(fmt::format("cannot create --data-dir {}: {}", dir, ec.message()));
+  const fs::perms perms = fs::status(dir, ec).permissions();
+  if (ec) return Status::IOError(fmt::format("cannot stat --data-dir {}: {}", dir, ec.message()));
+  if ((perms & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none) {
+    return Status::Ok();
+  }
+  if (existed) {
+    spdlog::warn("--data-dir {} is open to other users ({:o}): restricting it to its owner (0700)",
+                 dir, static_cast<unsigned>(perms));
+  }
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  if (ec) return Status::IOError(fmt::format("cannot chmod --data-dir {}: {}", dir, ec.message()));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -103,6 +130,8 @@ class EpochNode::Impl {
   std::unique_ptr<RecipeEventFeed> recipe_feed_;
 
   // 2. Replication.
+  PeerDrops peer_drops_;
+  std::unique_ptr<PeerFrameGate> peer_gate_;
   std::unique_ptr<PeerTransport> transport_;
   std::unique_ptr<TransportSender> sender_;
   std::unique_ptr<RaftDriver> driver_;
@@ -140,11 +169,16 @@ class EpochNode::Impl {
   void Subscribe();
   Status StartServing();
   Status StartClientListeners();
-  void HandlePeerFrame(NodeId from, const std::string& frame);
+  PeerFrameGate::Routes PeerRoutes();
 };
 
 Status EpochNode::Impl::Open() {
   EPOCH_RETURN_IF_ERROR(config_.Validate());
+  if (config_.cluster_token == NodeConfig().cluster_token) {
+    spdlog::warn(
+        "node={} uses the default --initial-cluster-token '{}': give each cluster its own token",
+        config_.name, config_.cluster_token);
+  }
   EPOCH_RETURN_IF_ERROR(OpenStorage());
   BuildReplication();
   BuildServices();
@@ -157,12 +191,7 @@ Status EpochNode::Impl::Open() {
 }
 
 Status EpochNode::Impl::OpenStorage() {
-  std::error_code ec;
-  std::filesystem::create_directories(config_.data_dir, ec);
-  if (ec) {
-    return Status::IOError(
-        fmt::format("cannot create --data-dir {}: {}", config_.data_dir, ec.message()));
-  }
+  EPOCH_RETURN_IF_ERROR(PrepareDataDir(config_.data_dir));
   wal::Options wal_options;
   wal_options.log = [this](wal::LogLevel level, std::string_view message) {
     if (level == wal::LogLevel::kError) {
@@ -220,24 +249,30 @@ Status EpochNode::Impl::Bootstrap() {
 }
 
 // The transport is built first (the driver sends through it) and started last: no frame reaches
-// HandlePeerFrame before the driver, the snapshots and the forwarder exist.
+// the gate's routes before the driver, the snapshots and the forwarder exist.
 void EpochNode::Impl::BuildReplication() {
+  std::vector<NodeId> members;
+  for (const MemberInfo& m : config_.members) members.push_back(m.id);
+  peer_gate_ = std::make_unique<PeerFrameGate>(config_.self_id(), std::move(members), peer_drops_,
+                                               PeerRoutes());
   PeerTransportOptions topts;
   topts.self = config_.self_id();
   topts.cluster_id = config_.cluster_id();
   topts.listen_host = config_.listen_peer.host;
   topts.listen_port = config_.listen_peer.port;
-  topts.accept_peer = [this](NodeId id) {
-    return id != config_.self_id() && config_.FindMember(id) != nullptr;
-  };
+  topts.accept_peer = [this](NodeId id) { return peer_gate_->IsMember(id); };
+  topts.frame_read_timeout = config_.peer_limits.frame_timeout;
+  topts.max_inbound_connections = config_.peer_limits.max_connections;
+  topts.max_inbound_per_address = config_.peer_limits.max_connections_per_address;
+  topts.drops = &peer_drops_;
   transport_ = std::make_unique<PeerTransport>(
       executors_.loop(Executors::Loop::kPeer), topts,
-      [this](NodeId from, std::string frame) { HandlePeerFrame(from, frame); },
+      [this](NodeId from, std::string frame) { peer_gate_->Handle(from, frame); },
       [this](NodeId peer) {
         driver_->Unreachable(peer);
         peer_forwarder_->PeerLost(peer);
       });
-  sender_ = std::make_unique<TransportSender>(*transport_);
+  sender_ = std::make_unique<TransportSender>(*transport_, *peer_gate_);
 
   RaftDriverOptions dopts;
   dopts.raft = config_.raft;
@@ -250,7 +285,8 @@ void EpochNode::Impl::BuildReplication() {
   snapshots_ = std::make_unique<SnapshotManager>(
       config_.snapshot, config_.self_id(), config_.cluster_id(), config_.data_dir + "/snap",
       *store_, *log_, *driver_, executors_.loop(Executors::Loop::kSnapshot),
-      [this](NodeId peer, std::string frame) { transport_->Send(peer, std::move(frame)); });
+      [this](NodeId peer, std::string frame) { transport_->Send(peer, std::move(frame)); },
+      &peer_drops_);
 
   PeerForwarder::Hooks forward_hooks;
   forward_hooks.send = [this](NodeId peer, std::string frame, std::function<void()> not_sent) {
@@ -264,6 +300,7 @@ void EpochNode::Impl::BuildReplication() {
     }
     driver_->Propose(std::move(request), std::move(done));
   };
+  forward_hooks.on_drop = [this](FrameDrop reason) { peer_drops_.Count(reason); };
   peer_forwarder_ = std::make_unique<PeerForwarder>(executors_.read_pool().get_executor(),
                                                     std::move(forward_hooks));
 }
@@ -376,34 +413,23 @@ Status EpochNode::Impl::StartClientListeners() {
   return Status::Ok();
 }
 
-// Runs on the peer loop. Raft messages go to the driver, snapshot traffic to the snapshot
-// manager, forwarded writes to the forwarder; anything else is dropped with a warning.
-void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
-  raftpb::Frame parsed;
-  if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
-    spdlog::warn("node={} dropping a peer frame from {:x}: unparsable", config_.name, from);
-    return;
-  }
-  switch (parsed.body_case()) {
-    case raftpb::Frame::kForwardRequest:
-      return peer_forwarder_->Serve(from, parsed.forward_request());
-    case raftpb::Frame::kForwardResponse:
-      return peer_forwarder_->HandleResponse(from, parsed.forward_response());
-    case raftpb::Frame::kMessage: break;
-    default:
-      spdlog::warn("node={} dropping a peer frame from {:x} without a message", config_.name, from);
-      return;
-  }
-  // Snapshot chunks and their acknowledgements never reach the core directly.
-  if (IsSnapshotTraffic(parsed.message())) {
-    return snapshots_->HandleFrame(std::move(*parsed.mutable_message()));
-  }
-  Result<raft::Message> m = DecodeMessage(parsed.message());
-  if (!m.ok()) {
-    spdlog::warn("node={} dropping a peer frame: {}", config_.name, m.status().ToString());
-    return;
-  }
-  driver_->Receive(std::move(*m));
+// Where the frames that pass the peer gate go (on the peer loop): Raft messages to the driver,
+// snapshot traffic to the snapshot manager, forwarded writes to the forwarder.
+PeerFrameGate::Routes EpochNode::Impl::PeerRoutes() {
+  PeerFrameGate::Routes routes;
+  routes.raft = [this](raft::Message m) { driver_->Receive(std::move(m)); };
+  routes.snapshot = [this](raftpb::Message m) { snapshots_->HandleFrame(std::move(m)); };
+  routes.forward_request = [this](NodeId from, const raftpb::ForwardRequest& request) {
+    peer_forwarder_->Serve(from, request);
+  };
+  routes.forward_response = [this](NodeId from, const raftpb::ForwardResponse& response) {
+    peer_forwarder_->HandleResponse(from, response);
+  };
+  routes.leader = [this] {
+    const DriverStatus s = driver_->status();
+    return std::pair{s.leader, s.term};
+  };
+  return routes;
 }
 
 // Stops what runs, in an order where nothing still running can reach what has stopped. Every
@@ -471,6 +497,7 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
   store_->RenderMetrics(m);
   context_->space_quota().RenderMetrics(m);
   snapshots_->RenderMetrics(m);
+  peer_drops_.RenderMetrics(m);
   watch_service_->RenderMetrics(m);
   return {200, std::move(out)};
 }

@@ -3,6 +3,7 @@
 #include <absl/synchronization/mutex.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
   // lock-order graph (2 % of a write's CPU in bench/kv/PROFILE.md). Our own locks are std::mutex,
   // checked by the TSan preset instead.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Everything epochd creates (the data directory, the WAL, the state machine, snapshots) is
+  // its owner's alone: directories 0700, files 0600, as etcd's.
+  ::umask(077);
   CLI::App app{"epochd: a node of an Epoch cluster (etcd v3 API, Raft, fencing tokens)"};
   epoch::server::NodeFlags flags;
   NodeConfig config;

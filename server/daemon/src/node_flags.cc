@@ -154,6 +154,18 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
       ->check(CLI::Range(std::size_t{4096}, std::size_t{16} << 20));
   app.add_option("--peer-dial-override", f.peer_dial_override,
                  "Dial these peers elsewhere (a fault-injecting proxy): name=host:port,...");
+  app.add_option("--peer-max-connections", c.peer_limits.max_connections,
+                 "Inbound peer connections open at once; more are closed on accept")
+      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 20));
+  app.add_option("--peer-max-connections-per-address", c.peer_limits.max_connections_per_address,
+                 "Inbound peer connections open at once from one remote address")
+      ->check(CLI::Range(std::size_t{2}, std::size_t{1} << 20));
+  app.add_option_function<std::int64_t>(
+         "--peer-frame-timeout-ms",
+         [&c](std::int64_t ms) { c.peer_limits.frame_timeout = std::chrono::milliseconds(ms); },
+         "A peer frame must arrive whole within this time once its first bytes did (default "
+         "30000)")
+      ->check(CLI::Range(std::int64_t{100}, std::int64_t{3'600'000}));
   app.add_flag("--enable-failpoints", c.enable_failpoints,
                "Serve /failpoint/... on the metrics listener (chaos tests; server/README.md)");
   app.add_option("--restore-snapshot", f.restore_snapshot,

@@ -86,8 +86,15 @@ NodeId MemberIdFor(std::string_view cluster_token, std::string_view name) {
 }
 
 std::uint64_t NodeConfig::cluster_id() const {
+  // Every member's peer address is mixed in, as etcd mixes peer URLs into its IDs: two clusters
+  // with the same names and token on one machine listen on different ports, so their IDs differ
+  // and each refuses the other's peers. Members are listed in name order (ParseInitialCluster),
+  // so every member computes the same ID.
   std::uint64_t h = MemberIdFor(cluster_token, "").value();
-  for (const MemberInfo& m : members) h = (h ^ m.id.value()) * 1099511628211ULL;
+  for (const MemberInfo& m : members) {
+    h = (h ^ m.id.value()) * 1099511628211ULL;
+    h = (h ^ MemberIdFor(m.peer.ToString(), m.name).value()) * 1099511628211ULL;
+  }
   return h == 0 ? 1 : h;
 }
 

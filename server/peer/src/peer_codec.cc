@@ -56,6 +56,30 @@ raft::ConfState DecodeConf(const raftpb::ConfState& in) {
 // this number. (The round-trip tests compare every field, but only those they set.)
 static_assert(sizeof(raft::Message) == 192, "raft::Message changed: update the peer codec");
 
+// Terms and indexes at or above raft::kMaxPlausibleValue are refused: adopted and persisted, a
+// term near 2^64 would wrap and no leader could be elected again.
+Status CheckPlausible(std::string_view what, std::uint64_t value) {
+  if (value < raft::kMaxPlausibleValue) return Status::Ok();
+  return Status::InvalidArgument(fmt::format("implausible {} {} in a peer message", what, value));
+}
+
+Status CheckNumbers(const raftpb::Message& in) {
+  EPOCH_RETURN_IF_ERROR(CheckPlausible("term", in.term()));
+  EPOCH_RETURN_IF_ERROR(CheckPlausible("log term", in.log_term()));
+  EPOCH_RETURN_IF_ERROR(CheckPlausible("index", in.index()));
+  EPOCH_RETURN_IF_ERROR(CheckPlausible("commit", in.commit()));
+  EPOCH_RETURN_IF_ERROR(CheckPlausible("reject hint", in.reject_hint()));
+  for (const raftpb::Entry& pe : in.entries()) {
+    EPOCH_RETURN_IF_ERROR(CheckPlausible("entry term", pe.term()));
+    EPOCH_RETURN_IF_ERROR(CheckPlausible("entry index", pe.index()));
+  }
+  if (in.has_snapshot()) {
+    EPOCH_RETURN_IF_ERROR(CheckPlausible("snapshot term", in.snapshot().meta().term()));
+    EPOCH_RETURN_IF_ERROR(CheckPlausible("snapshot index", in.snapshot().meta().index()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void EncodeMessage(const raft::Message& m, raftpb::Message* out) {
@@ -95,6 +119,7 @@ Result<raft::Message> DecodeMessage(const raftpb::Message& in) {
     return Status::InvalidArgument(
         fmt::format("unknown peer message type {}", static_cast<int>(in.type())));
   }
+  EPOCH_RETURN_IF_ERROR(CheckNumbers(in));
   raft::Message m;
   m.type = *type;
   m.from = NodeId(in.from());

@@ -1,5 +1,6 @@
 #include "epoch/peer/peer_forwarder.h"
 
+#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
 #include <optional>
@@ -23,13 +24,24 @@ Status StatusFromWire(std::uint32_t code, const std::string& message) {
   return Status::FromCode(static_cast<StatusCode>(code), message);
 }
 
+// An id no other member can predict: answers are matched by id, and ids leave on the wire.
+std::uint64_t RandomId() {
+  std::uint64_t id = 0;
+  while (id == 0) {
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof(id)) != 1) {
+      spdlog::critical("forward: RAND_bytes failed: no random forward id");
+      std::abort();
+    }
+  }
+  return id;
+}
+
 }  // namespace
 
 struct PeerForwarder::Shared : std::enable_shared_from_this<Shared> {
   explicit Shared(asio::any_io_executor executor) : timer(std::move(executor)) {}
 
   mutable std::mutex mu;
-  std::uint64_t next_id = 1;                 // guarded by mu
   std::map<std::uint64_t, Pending> pending;  // guarded by mu
   asio::steady_timer timer;                  // guarded by mu
   bool timer_armed = false;                  // guarded by mu
@@ -152,7 +164,9 @@ void PeerForwarder::Forward(NodeId leader, const v1::InternalRequest& request,
   {
     std::lock_guard lock(shared_->mu);
     if (shared_->stopped) return done(etcd_errors::kStopped.ToStatus(), {});
-    id = shared_->next_id++;
+    do {
+      id = RandomId();
+    } while (shared_->pending.contains(id));
     shared_->pending.emplace(id, Pending{leader, deadline, std::move(done)});
     shared_->ArmLocked();
   }
@@ -168,10 +182,13 @@ void PeerForwarder::Forward(NodeId leader, const v1::InternalRequest& request,
 }
 
 void PeerForwarder::HandleResponse(NodeId from, const raftpb::ForwardResponse& response) {
-  // Nothing pending: already timed out or failed by PeerLost. An answer from a node we did not
-  // ask is ignored (ids are per follower process, so it can only be a bug or a stale connection).
+  // Nothing pending: already timed out or failed by PeerLost, or an answer from a node we did not
+  // ask (a stale connection, or a forgery).
   Callback done = shared_->Take(response.id(), from);
-  if (!done) return;
+  if (!done) {
+    if (hooks_.on_drop) hooks_.on_drop(FrameDrop::kForwardUnknown);
+    return;
+  }
   Status status = StatusFromWire(response.code(), response.message());
   v1::InternalResponse out;
   if (status.ok() && !out.ParseFromString(response.response())) {
@@ -199,6 +216,19 @@ void PeerForwarder::Serve(NodeId from, const raftpb::ForwardRequest& request) {
                 EncodeResponse(request.id(),
                                Status::InvalidArgument("epoch: malformed forwarded request"), {}),
                 {});
+    return;
+  }
+  if (parsed.has_member_attributes() && NodeId(parsed.member_attributes().id()) != from) {
+    // A member publishes its own client URLs, never another's.
+    spdlog::warn("forward: node {:x} tried to publish the attributes of member {:x}", from,
+                 parsed.member_attributes().id());
+    if (hooks_.on_drop) hooks_.on_drop(FrameDrop::kForwardForged);
+    hooks_.send(
+        from,
+        EncodeResponse(
+            request.id(),
+            Status::InvalidArgument("epoch: a member may publish only its own attributes"), {}),
+        {});
     return;
   }
   hooks_.propose(std::move(parsed), [send = hooks_.send, from, id = request.id()](

@@ -289,15 +289,22 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
 // One accepted connection: reads the hello, then frames, and hands them to the FrameHandler.
 class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
  public:
-  Inbound(PeerTransport& owner, tcp::socket socket)
-      : owner_(owner), socket_(std::move(socket)), hello_timer_(socket_.get_executor()) {}
+  Inbound(PeerTransport& owner, tcp::socket socket, asio::ip::address address)
+      : owner_(owner),
+        socket_(std::move(socket)),
+        address_(std::move(address)),
+        hello_timer_(socket_.get_executor()),
+        frame_timer_(socket_.get_executor()) {}
 
   void Start() {
     hello_timer_.expires_after(owner_.options_.hello_timeout);
     hello_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
       if (ec || self->hello_seen_) return;
-      spdlog::warn("transport: node={:x} closing a connection that sent no hello within {} ms",
-                   self->owner_.options_.self, self->owner_.options_.hello_timeout.count());
+      spdlog::warn(
+          "transport: node={:x} closing a connection from {} that sent no hello within {} ms",
+          self->owner_.options_.self, self->address_.to_string(),
+          self->owner_.options_.hello_timeout.count());
+      self->owner_.Count(ConnectionRefusal::kHelloTimeout);
       std::error_code ignored;
       self->socket_.close(ignored);  // the pending read fails and Done() runs
     });
@@ -320,13 +327,18 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       begin_ = end_ = 0;
       // A large frame grew the buffer: give the memory back once it is consumed.
       if (in_.size() > kReadChunk) std::vector<char>().swap(in_);
-    } else if (begin_ > 0 && (in_.size() - end_ < kMinReadSpace || begin_ + need_ > in_.size())) {
+    } else if (begin_ > 0 && in_.size() - end_ < kMinReadSpace) {
       std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);  // the tail to the front
       end_ -= begin_;
       begin_ = 0;
     }
-    const std::size_t min_size = std::max(end_ + kMinReadSpace, begin_ + need_);
-    if (in_.size() < min_size) in_.resize(std::max(min_size, kReadChunk));
+    // Room for at least kMinReadSpace more bytes; a large frame's buffer at most doubles per read,
+    // so memory follows the bytes that arrived, not the size a length prefix announced.
+    if (in_.size() - end_ < kMinReadSpace) {
+      const std::size_t grown = std::max({end_ + kMinReadSpace, in_.size() * 2, kReadChunk});
+      in_.resize(need_ > 0 ? std::min(grown, std::max(begin_ + need_, end_ + kMinReadSpace))
+                           : std::max(end_ + kMinReadSpace, kReadChunk));
+    }
     socket_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
                             [self = shared_from_this()](std::error_code ec, std::size_t n) {
                               if (ec) return self->Done();
@@ -350,9 +362,35 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       }
       std::string frame(at + 4, size);
       begin_ += 4 + static_cast<std::size_t>(size);
+      ++frames_done_;
       if (!OnFrame(std::move(frame))) return false;
     }
     return true;
+  }
+
+  // Checks every half frame_read_timeout: a frame that was partly received at the previous check
+  // and is still not complete (no frame finished since) closes the connection. So a frame has
+  // between half and all of frame_read_timeout to arrive, and steady traffic costs no timer.
+  void WatchPartialFrames() {
+    frame_timer_.expires_after(owner_.options_.frame_read_timeout / 2);
+    frame_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (ec) return;
+      const bool partial = self->end_ > self->begin_;
+      if (partial && self->partial_at_check_ && self->frames_done_ == self->frames_at_check_) {
+        spdlog::warn(
+            "transport: node={:x} closing the connection from peer={:x}: a frame ({} of {} "
+            "bytes received) was not completed within {} ms",
+            self->owner_.options_.self, self->peer_, self->end_ - self->begin_, self->need_,
+            self->owner_.options_.frame_read_timeout.count());
+        self->owner_.Count(FrameDrop::kPartialFrameTimeout);
+        std::error_code ignored;
+        self->socket_.close(ignored);  // the pending read fails and Done() runs
+        return;
+      }
+      self->partial_at_check_ = partial;
+      self->frames_at_check_ = self->frames_done_;
+      self->WatchPartialFrames();
+    });
   }
 
   bool CheckFrameSize(std::uint32_t size) const {
@@ -361,9 +399,11 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
           "transport: node={:x} rejecting a connection whose first frame ({} bytes) is not a "
           "hello",
           owner_.options_.self, size);
+      owner_.Count(ConnectionRefusal::kBadHello);
       return false;
     }
     if (size > owner_.options_.max_frame_bytes) {
+      owner_.Count(FrameDrop::kFrameTooLarge);
       spdlog::warn(
           "transport: node={:x} dropping connection from peer={:x}: frame of {} bytes exceeds "
           "the limit of {}",
@@ -379,22 +419,26 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
           std::string_view(body).substr(0, kHelloMagic.size()) != kHelloMagic) {
         spdlog::warn("transport: node={:x} rejecting a connection that did not start with a hello",
                      owner_.options_.self);
+        owner_.Count(ConnectionRefusal::kBadHello);
         return false;
       }
       std::uint64_t cluster = GetBigEndian64(body.data() + kHelloMagic.size());
       if (cluster != owner_.options_.cluster_id) {
         spdlog::warn("transport: node={:x} rejecting peer from cluster {:x} (ours is {:x})",
                      owner_.options_.self, cluster, owner_.options_.cluster_id);
+        owner_.Count(ConnectionRefusal::kWrongCluster);
         return false;
       }
       peer_ = NodeId(GetBigEndian64(body.data() + kHelloMagic.size() + 8));
       if (owner_.options_.accept_peer && !owner_.options_.accept_peer(peer_)) {
         spdlog::warn("transport: node={:x} rejecting node={:x}: not a member of this cluster",
                      owner_.options_.self, peer_);
+        owner_.Count(ConnectionRefusal::kNotMember);
         return false;
       }
       hello_seen_ = true;
       hello_timer_.cancel();
+      WatchPartialFrames();
       owner_.PeerAlive(peer_);
       return true;
     }
@@ -406,18 +450,28 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
   void Done() {
     std::error_code ignored;
     hello_timer_.cancel();
+    frame_timer_.cancel();
     socket_.close(ignored);
     std::lock_guard lock(owner_.mu_);
     owner_.inbound_.erase(this);
+    auto it = owner_.inbound_per_address_.find(address_);
+    if (it != owner_.inbound_per_address_.end() && --it->second == 0) {
+      owner_.inbound_per_address_.erase(it);
+    }
   }
 
   PeerTransport& owner_;
   tcp::socket socket_;
-  std::vector<char> in_;  // [begin_, end_): bytes read and not yet parsed into frames
+  const asio::ip::address address_;  // the remote address (counted in inbound_per_address_)
+  std::vector<char> in_;             // [begin_, end_): bytes read and not yet parsed into frames
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
   std::size_t need_ = 0;  // bytes of the partial frame at begin_ (0: its prefix is incomplete)
   asio::steady_timer hello_timer_;
+  asio::steady_timer frame_timer_;     // the deadline of a partly received frame
+  std::uint64_t frames_done_ = 0;      // complete frames received (the hello included)
+  std::uint64_t frames_at_check_ = 0;  // frames_done_ at the previous partial-frame check
+  bool partial_at_check_ = false;      // a frame was partly received at that check
   bool hello_seen_ = false;
   NodeId peer_;
 };
@@ -428,7 +482,8 @@ PeerTransport::PeerTransport(asio::io_context& io, PeerTransportOptions options,
       options_(std::move(options)),
       on_frame_(std::move(on_frame)),
       on_unreachable_(std::move(on_unreachable)),
-      acceptor_(io) {}
+      acceptor_(io),
+      accept_backoff_(io) {}
 
 PeerTransport::~PeerTransport() { Stop(); }
 
@@ -455,12 +510,26 @@ Status PeerTransport::Start() {
 void PeerTransport::Accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](std::error_code ec, tcp::socket socket) {
     if (ec) {
-      if (ec != asio::error::operation_aborted && !stopped_) Accept();
-      return;
+      if (ec == asio::error::operation_aborted || stopped_) return;
+      // Out of descriptors (or another transient failure): the pending connection stays in the
+      // backlog, so accepting again at once would spin. Wait, then try again.
+      Count(ConnectionRefusal::kAcceptError);
+      spdlog::warn("transport: node={:x} accept failed: {}; retrying in {} ms", options_.self,
+                   ec.message(), options_.accept_error_backoff.count());
+      return AcceptLater();
+    }
+    std::error_code peer_ec;
+    const tcp::endpoint remote = socket.remote_endpoint(peer_ec);
+    if (peer_ec) return Accept();  // already gone
+    if (std::optional<ConnectionRefusal> refused = Admit(remote.address())) {
+      Count(*refused);
+      std::error_code ignored;
+      socket.close(ignored);
+      return Accept();
     }
     std::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto inbound = std::make_shared<Inbound>(*this, std::move(socket));
+    auto inbound = std::make_shared<Inbound>(*this, std::move(socket), remote.address());
     {
       std::lock_guard lock(mu_);
       if (stopped_) return;
@@ -471,11 +540,48 @@ void PeerTransport::Accept() {
   });
 }
 
+void PeerTransport::AcceptLater() {
+  accept_backoff_.expires_after(options_.accept_error_backoff);
+  accept_backoff_.async_wait([this](std::error_code ec) {
+    if (!ec && !stopped_) Accept();
+  });
+}
+
+std::optional<ConnectionRefusal> PeerTransport::Admit(const asio::ip::address& address) {
+  std::lock_guard lock(mu_);
+  if (inbound_.size() >= options_.max_inbound_connections) {
+    if (refusals_logged_.fetch_add(1) % 64 == 0)
+      spdlog::warn("transport: node={:x} refusing a connection from {}: {} inbound connections",
+                   options_.self, address.to_string(), inbound_.size());
+    return ConnectionRefusal::kTotalLimit;
+  }
+  std::size_t& from_address = inbound_per_address_[address];
+  if (from_address >= options_.max_inbound_per_address) {
+    // Logged once per 64 refusals: a flood must not flood the log.
+    if (refusals_logged_.fetch_add(1) % 64 == 0) {
+      spdlog::warn("transport: node={:x} refusing a connection from {}: {} already open from it",
+                   options_.self, address.to_string(), from_address);
+    }
+    return ConnectionRefusal::kPerAddressLimit;
+  }
+  ++from_address;
+  return std::nullopt;
+}
+
+void PeerTransport::Count(FrameDrop reason) const {
+  if (options_.drops) options_.drops->Count(reason);
+}
+
+void PeerTransport::Count(ConnectionRefusal reason) const {
+  if (options_.drops) options_.drops->Count(reason);
+}
+
 void PeerTransport::Stop() {
   if (stopped_.exchange(true)) return;
   asio::post(acceptor_.get_executor(), [this] {
     std::error_code ignored;
     acceptor_.close(ignored);
+    accept_backoff_.cancel();
   });
   std::lock_guard lock(mu_);
   for (auto& [id, out] : outbound_) out->Close();

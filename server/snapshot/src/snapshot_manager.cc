@@ -25,7 +25,8 @@ std::int64_t UnixMillisNow() {
 
 SnapshotManager::SnapshotManager(SnapshotOptions options, NodeId self, std::uint64_t cluster_id,
                                  std::string root, KvStore& store, DurableLog& log,
-                                 RaftDriver& driver, asio::io_context& io, FrameSender send_frame)
+                                 RaftDriver& driver, asio::io_context& io, FrameSender send_frame,
+                                 PeerDrops* drops)
     : options_(std::move(options)),
       self_(self),
       cluster_id_(cluster_id),
@@ -34,6 +35,7 @@ SnapshotManager::SnapshotManager(SnapshotOptions options, NodeId self, std::uint
       log_(log),
       driver_(driver),
       send_frame_(std::move(send_frame)),
+      drops_(drops),
       io_(io),
       housekeeping_(io_),
       checkpoints_(root_, store),
@@ -205,7 +207,24 @@ void SnapshotManager::HandleChunk(const raftpb::Message& message) {
     spdlog::warn("node={:x} dropping a snapshot frame: {}", self_, chunk.status().ToString());
     return;
   }
+  const DriverStatus status = driver_.status();
+  if (chunk->from != status.leader || chunk->term != status.term) {
+    // Only the leader this node follows, in its term, may replace the state machine.
+    if (drops_) drops_->Count(FrameDrop::kSnapshotNotLeader);
+    // A flood of such chunks must not flood the log: the 1st, 2nd, 4th, 8th, ... are logged.
+    const std::uint64_t n = ++chunks_refused_;
+    if ((n & (n - 1)) == 0) {
+      spdlog::warn(
+          "node={:x} refusing snapshot chunk of transfer {} from {:x} at term {}: the leader of "
+          "term {} is {:x}",
+          self_, chunk->transfer_id, chunk->from, chunk->term, status.term, status.leader);
+    }
+    ChunkAck refused{ChunkVerdict::kStale, 0, false, "not from the leader of the current term"};
+    send_frame_(chunk->from, EncodeAckFrame(self_, chunk->from, chunk->transfer_id, refused));
+    return;
+  }
   ChunkAck ack = assembler_.Add(*chunk, std::chrono::steady_clock::now());
+  if (ack.no_space && drops_) drops_->Count(FrameDrop::kSnapshotNoSpace);
   if (ack.verdict == ChunkVerdict::kAborted || ack.verdict == ChunkVerdict::kStale) {
     spdlog::warn("node={:x} snapshot chunk of transfer {} from {:x} refused ({}): {}", self_,
                  chunk->transfer_id, chunk->from, ChunkVerdictName(ack.verdict), ack.error);

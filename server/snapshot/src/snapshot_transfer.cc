@@ -77,14 +77,40 @@ struct SnapshotAssembler::Transfer {
   std::map<std::string, FileState> files;
   std::optional<std::map<std::string, std::uint64_t>> manifest;
   std::string manifest_text;
-  std::uint64_t received = 0;  // distinct bytes, manifest included
+  std::uint64_t total_bytes = 0;  // announced by the first chunk, manifest included
+  std::uint64_t received = 0;     // distinct bytes, manifest included
   SteadyTime last_activity;
   Phase phase = Phase::kReceiving;
   std::string abort_reason;
 };
 
-SnapshotAssembler::SnapshotAssembler(std::string staging_root)
-    : staging_root_(std::move(staging_root)) {}
+SnapshotAssembler::SnapshotAssembler(std::string staging_root, FreeSpaceFn free_space)
+    : staging_root_(std::move(staging_root)), free_space_(std::move(free_space)) {}
+
+Status SnapshotAssembler::CheckSpace(std::uint64_t total_bytes) const {
+  Result<std::uint64_t> free = std::uint64_t{0};
+  if (free_space_) {
+    free = free_space_(staging_root_);
+  } else {
+    // The staging root may not exist yet: its nearest existing ancestor is on the same disk.
+    std::filesystem::path dir = staging_root_;
+    std::error_code ec;
+    while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path()) {
+      dir = dir.parent_path();
+    }
+    const std::filesystem::space_info info = std::filesystem::space(dir, ec);
+    if (ec)
+      return Status::IOError(fmt::format("free space of {}: {}", staging_root_, ec.message()));
+    free = static_cast<std::uint64_t>(info.available);
+  }
+  if (!free.ok()) return free.status();
+  if (total_bytes > *free || *free - total_bytes < kFreeSpaceReserve) {
+    return Status::IOError(
+        fmt::format("the snapshot announces {} bytes and {} are free (keeping {} in reserve)",
+                    total_bytes, *free, kFreeSpaceReserve));
+  }
+  return Status::Ok();
+}
 
 SnapshotAssembler::~SnapshotAssembler() { Discard(); }
 
@@ -110,6 +136,11 @@ ChunkAck SnapshotAssembler::Abort(std::string error) {
   return ChunkAck{ChunkVerdict::kAborted, t.received, false, t.abort_reason};
 }
 
+ChunkAck SnapshotAssembler::AbortOverAnnounced() {
+  return Abort(
+      fmt::format("the transfer sends more than the {} bytes it announced", current_->total_bytes));
+}
+
 ChunkAck SnapshotAssembler::Add(const SnapshotChunkIn& chunk, SteadyTime now) {
   const TransferKey key = KeyOf(chunk.term, chunk.transfer_id, chunk.from);
   if (current_ && key < KeyOf(current_->term, current_->id, current_->from)) {
@@ -123,9 +154,16 @@ ChunkAck SnapshotAssembler::Add(const SnapshotChunkIn& chunk, SteadyTime now) {
     current_->term = chunk.term;
     current_->id = chunk.transfer_id;
     current_->meta = chunk.meta;
+    current_->total_bytes = chunk.total_bytes;
     current_->dir =
         fmt::format("{}/recv-{}-{}-{:x}", staging_root_, chunk.term, chunk.transfer_id, chunk.from);
     current_->last_activity = now;
+    if (chunk.total_bytes == 0) return Abort("the transfer announces no size");
+    if (Status space = CheckSpace(chunk.total_bytes); !space.ok()) {
+      ChunkAck refused = Abort(space.message());
+      refused.no_space = true;
+      return refused;
+    }
     std::error_code ec;
     std::filesystem::remove_all(current_->dir, ec);
     std::filesystem::create_directories(current_->dir, ec);
@@ -145,6 +183,9 @@ ChunkAck SnapshotAssembler::Add(const SnapshotChunkIn& chunk, SteadyTime now) {
         fmt::format("chunk of {} at offset {} failed its CRC-32C check", chunk.file, chunk.offset));
   }
   if (chunk.meta != t.meta) return Abort("chunks of one transfer disagree on the snapshot meta");
+  if (chunk.total_bytes != t.total_bytes)
+    return Abort("chunks of one transfer disagree on its size");
+
   const bool is_manifest = chunk.file == kSnapshotManifestName;
   if (is_manifest != chunk.last) {
     return Abort(fmt::format("chunk {}: only the manifest may be the last chunk", chunk.file));
@@ -161,6 +202,7 @@ ChunkAck SnapshotAssembler::AddManifest(const SnapshotChunkIn& chunk) {
     return Abort("two different manifests in one transfer");
   }
   if (chunk.offset != 0) return Abort("manifest chunk at a non-zero offset");
+  if (t.received + chunk.data.size() > t.total_bytes) return AbortOverAnnounced();
   Result<std::map<std::string, std::uint64_t>> manifest = ParseManifest(chunk.data);
   if (!manifest.ok()) return Abort(manifest.status().message());
   for (const auto& [name, state] : t.files) {
@@ -217,6 +259,7 @@ ChunkAck SnapshotAssembler::AddData(const SnapshotChunkIn& chunk) {
     return Abort(
         fmt::format("chunk of {} at offset {} overlaps another chunk", chunk.file, chunk.offset));
   }
+  if (t.received + length > t.total_bytes) return AbortOverAnnounced();
   Status written = sio::WriteAt(f.file, path, chunk.offset, chunk.data);
   if (!written.ok()) return Abort(written.message());
   f.ranges.emplace(chunk.offset, length);

@@ -18,6 +18,12 @@ using epoch::Term;
 // NodeId(0) means "none" (no vote, no known leader), as in etcd raft.
 inline constexpr NodeId kNoNode{0};
 
+// Terms and indexes at or above this bound are beyond any real cluster's history (a term per
+// nanosecond would take 146 years to reach it): a message carrying one is malformed, the peer
+// codec refuses to decode it and the core drops it. Far below 2^64, so the core's own increments
+// can never wrap.
+inline constexpr std::uint64_t kMaxPlausibleValue = std::uint64_t{1} << 62;
+
 enum class EntryType : std::uint8_t {
   kNormal = 0,      // opaque application command (or an empty no-op: data.empty())
   kConfChange = 1,  // data is an encoded ConfChange (see conf_change.h)

@@ -40,6 +40,19 @@ TEST_CASE("a valid three-node configuration passes", "[server][config]") {
   CHECK(ThreeNodes("n2").cluster_id() == c.cluster_id());  // every member agrees
 }
 
+TEST_CASE("clusters with the same names and token on other addresses have other IDs",
+          "[server][config]") {
+  NodeConfig a;
+  NodeConfig b;
+  REQUIRE(ParseInitialCluster("n1=127.0.0.1:2380,n2=127.0.0.1:2381", "", &a).ok());
+  REQUIRE(ParseInitialCluster("n1=127.0.0.1:3380,n2=127.0.0.1:3381", "", &b).ok());
+  CHECK(a.members[0].id == b.members[0].id);  // the same member IDs ...
+  CHECK(a.cluster_id() != b.cluster_id());    // ... but not the same cluster
+  NodeConfig a_again;
+  REQUIRE(ParseInitialCluster("n2=127.0.0.1:2381,n1=127.0.0.1:2380", "", &a_again).ok());
+  CHECK(a_again.cluster_id() == a.cluster_id());  // the order of the flag does not matter
+}
+
 TEST_CASE("configuration errors name the flag to fix", "[server][config]") {
   NodeConfig c = ThreeNodes("n9");
   CHECK(c.Validate().message().find("--name 'n9' is not a member") != std::string::npos);

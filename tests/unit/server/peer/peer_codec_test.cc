@@ -1,6 +1,9 @@
 #include "epoch/peer/peer_codec.h"
 
 #include <catch2/catch.hpp>
+#include <functional>
+#include <limits>
+#include <vector>
 
 namespace epoch::server {
 namespace {
@@ -61,6 +64,34 @@ TEST_CASE("peer codec: garbage and malformed frames are refused, not trusted", "
   bad_entry.set_type(raftpb::APPEND_ENTRIES);
   bad_entry.add_entries()->set_type(static_cast<raftpb::EntryType>(9));
   CHECK_FALSE(DecodeMessage(bad_entry).ok());
+}
+
+TEST_CASE("peer codec: terms and indexes at or above 2^62 are refused at decode time",
+          "[server][codec]") {
+  const std::uint64_t huge[] = {raft::kMaxPlausibleValue,
+                                std::numeric_limits<std::uint64_t>::max()};
+  for (std::uint64_t v : huge) {
+    std::vector<std::function<void(raft::Message&)>> poison = {
+        [v](raft::Message& m) { m.term = Term(v); },
+        [v](raft::Message& m) { m.log_term = Term(v); },
+        [v](raft::Message& m) { m.index = LogIndex(v); },
+        [v](raft::Message& m) { m.commit = LogIndex(v); },
+        [v](raft::Message& m) { m.reject_hint = LogIndex(v); },
+        [v](raft::Message& m) { m.entries[1].term = Term(v); },
+        [v](raft::Message& m) { m.entries[2].index = LogIndex(v); },
+        [v](raft::Message& m) { m.snapshot->term = Term(v); },
+        [v](raft::Message& m) { m.snapshot->index = LogIndex(v); },
+    };
+    for (const auto& apply : poison) {
+      raft::Message m = FullMessage();
+      apply(m);
+      Result<raft::Message> back = DecodeFrame(EncodeFrame(m));
+      CHECK(back.status().Is(StatusCode::kInvalidArgument));
+    }
+  }
+  raft::Message edge = FullMessage();
+  edge.term = Term(raft::kMaxPlausibleValue - 1);
+  CHECK(DecodeFrame(EncodeFrame(edge)).ok());
 }
 
 }  // namespace

@@ -230,5 +230,65 @@ TEST_CASE("peer forward: the leader refuses malformed and unforwardable requests
   }
 }
 
+TEST_CASE("peer forward: a member publishes only its own attributes", "[forward]") {
+  asio::thread_pool pool(1);
+  FakeLink link;
+  std::vector<FrameDrop> drops;
+  PeerForwarder::Hooks hooks = link.Hooks();
+  hooks.on_drop = [&drops](FrameDrop reason) { drops.push_back(reason); };
+  PeerForwarder leader(pool.get_executor(), hooks);
+
+  auto publish = [&](NodeId member, std::uint64_t id) {
+    v1::InternalRequest r;
+    r.mutable_member_attributes()->set_id(member.value());
+    r.mutable_member_attributes()->add_client_urls("http://10.0.0.66:2379");
+    leader.Serve(kFollower, Parse(PeerForwarder::EncodeRequest(id, r)).forward_request());
+  };
+  publish(kLeader, 11);  // the follower's link speaks for the leader: forged
+  CHECK(link.proposed.empty());
+  CHECK(drops == std::vector<FrameDrop>{FrameDrop::kForwardForged});
+  REQUIRE(link.sent.size() == 1);
+  CHECK(Parse(link.sent[0].frame).forward_response().code() ==
+        static_cast<std::uint32_t>(StatusCode::kInvalidArgument));
+  publish(kFollower, 12);  // its own: proposed
+  CHECK(link.proposed.size() == 1);
+}
+
+TEST_CASE("peer forward: ids are unpredictable and answers bind to the asked member", "[forward]") {
+  asio::thread_pool pool(1);
+  FakeLink link;
+  std::vector<FrameDrop> drops;
+  PeerForwarder::Hooks hooks = link.Hooks();
+  hooks.on_drop = [&drops](FrameDrop reason) { drops.push_back(reason); };
+  PeerForwarder follower(pool.get_executor(), hooks);
+
+  std::optional<Outcome> first;
+  std::optional<Outcome> second;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  follower.Forward(kLeader, PutRequest("a"), deadline, Into(&first));
+  follower.Forward(kLeader, PutRequest("b"), deadline, Into(&second));
+  REQUIRE(link.sent.size() == 2);
+  const std::uint64_t id1 = Parse(link.sent[0].frame).forward_request().id();
+  const std::uint64_t id2 = Parse(link.sent[1].frame).forward_request().id();
+  CHECK(id1 != id2);
+  CHECK(id2 != id1 + 1);  // not sequential: the next id cannot be guessed from the last
+
+  // Another member answers with the right id: ignored and counted.
+  follower.HandleResponse(
+      kFollower, Parse(PeerForwarder::EncodeResponse(id1, Status::Ok(), {})).forward_response());
+  // A guessed id from the leader's link: nobody waits for it.
+  follower.HandleResponse(
+      kLeader,
+      Parse(PeerForwarder::EncodeResponse(id1 ^ id2, Status::Ok(), {})).forward_response());
+  CHECK_FALSE(first.has_value());
+  CHECK(drops == std::vector<FrameDrop>{FrameDrop::kForwardUnknown, FrameDrop::kForwardUnknown});
+  follower.HandleResponse(
+      kLeader, Parse(PeerForwarder::EncodeResponse(id1, Status::Ok(), {})).forward_response());
+  REQUIRE(first.has_value());
+  CHECK(first->status.ok());
+  CHECK(follower.pending() == 1);
+  follower.Stop();
+}
+
 }  // namespace
 }  // namespace epoch::server

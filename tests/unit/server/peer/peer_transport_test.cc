@@ -376,5 +376,103 @@ TEST_CASE("an outbound connection the peer closes is noticed without another sen
   CHECK(a.inbox.WaitUnreachable());
 }
 
+TEST_CASE("a frame left half-sent is cut off at the read deadline, and counted",
+          "[server][transport][limits]") {
+  PeerDrops drops;
+  TestNode b(NodeId(2), 7, 0, [&drops](PeerTransportOptions& o) {
+    o.frame_read_timeout = std::chrono::milliseconds(200);
+    o.drops = &drops;
+  });
+  // A whole frame first (the link is fine), then 1,000 of an announced 100,000 bytes.
+  std::string bytes =
+      RawHello(7, 1) + RawFrame("whole") + BigEndian32(100'000) + std::string(1000, 'x');
+  CHECK(ServerClosesAfter(b.transport->port(), bytes, 10s));
+  CHECK(drops.Get(FrameDrop::kPartialFrameTimeout) == 1);
+  REQUIRE(b.inbox.WaitFor(1));
+  // A frame over the size limit is counted too.
+  CHECK(ServerClosesAfter(b.transport->port(), RawHello(7, 1) + BigEndian32((1U << 20) + 1), 10s));
+  CHECK(drops.Get(FrameDrop::kFrameTooLarge) == 1);
+  // So are a hello of another cluster and a first frame that is not a hello.
+  CHECK(ServerClosesAfter(b.transport->port(), RawHello(8, 1), 10s));
+  CHECK(ServerClosesAfter(b.transport->port(), BigEndian32(1000), 10s));
+  CHECK(drops.Get(ConnectionRefusal::kWrongCluster) == 1);
+  CHECK(drops.Get(ConnectionRefusal::kBadHello) == 1);
+}
+
+TEST_CASE("a slow but steady frame is not cut off", "[server][transport][limits]") {
+  PeerDrops drops;
+  TestNode b(NodeId(2), 7, 0, [&drops](PeerTransportOptions& o) {
+    o.frame_read_timeout = std::chrono::milliseconds(2000);
+    o.drops = &drops;
+  });
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), b.transport->port()});
+  const std::string payload(200'000, 'p');
+  const std::string bytes = RawHello(7, 1) + RawFrame(payload);
+  // Sent in two halves, the second once the first has been read: well within the deadline.
+  asio::write(socket, asio::buffer(bytes.data(), bytes.size() / 2));
+  asio::write(socket,
+              asio::buffer(bytes.data() + bytes.size() / 2, bytes.size() - bytes.size() / 2));
+  REQUIRE(b.inbox.WaitFor(1));
+  std::lock_guard lock(b.inbox.mu);
+  CHECK(b.inbox.frames[0].second == payload);
+  CHECK(drops.Get(FrameDrop::kPartialFrameTimeout) == 0);
+}
+
+TEST_CASE("inbound connections are capped per address and in total",
+          "[server][transport][limits]") {
+  PeerDrops drops;
+  TestNode b(NodeId(2), 7, 0, [&drops](PeerTransportOptions& o) {
+    o.max_inbound_per_address = 3;
+    o.max_inbound_connections = 5;
+    o.drops = &drops;
+  });
+  asio::io_context io;
+  auto connect = [&](const char* source) {
+    auto socket = std::make_unique<asio::ip::tcp::socket>(io);
+    socket->open(asio::ip::tcp::v4());
+    socket->bind({asio::ip::make_address(source), 0});
+    socket->connect({asio::ip::make_address("127.0.0.1"), b.transport->port()});
+    return socket;
+  };
+  auto closed_soon = [&](asio::ip::tcp::socket& socket) {
+    bool closed = false;
+    std::array<char, 8> buf{};
+    socket.async_read_some(asio::buffer(buf), [&](std::error_code ec, std::size_t) {
+      closed = static_cast<bool>(ec);
+    });
+    io.restart();
+    io.run_for(5s);
+    return closed;
+  };
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(connect("127.0.0.1"));
+  auto fourth = connect("127.0.0.1");
+  CHECK(closed_soon(*fourth));
+  CHECK(drops.Get(ConnectionRefusal::kPerAddressLimit) == 1);
+  for (int i = 0; i < 2; ++i) held.push_back(connect("127.0.0.2"));
+  auto sixth = connect("127.0.0.3");
+  CHECK(closed_soon(*sixth));
+  CHECK(drops.Get(ConnectionRefusal::kTotalLimit) == 1);
+  // A held connection closes: its slot is free again.
+  held.front()->close();
+  held.erase(held.begin());
+  bool admitted = false;
+  for (int attempt = 0; attempt < 100 && !admitted; ++attempt) {
+    auto again = connect("127.0.0.1");
+    std::array<char, 8> buf{};
+    bool closed = false;
+    again->async_read_some(asio::buffer(buf), [&](std::error_code ec, std::size_t) {
+      closed = static_cast<bool>(ec);
+    });
+    io.restart();
+    io.run_for(50ms);
+    admitted = !closed;
+    if (admitted) held.push_back(std::move(again));
+  }
+  CHECK(admitted);
+}
+
 }  // namespace
 }  // namespace epoch::server

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -272,7 +273,7 @@ TEST_CASE("snapshot transfer: overlapping chunks and chunks past the manifest ab
   raft::Message env = Envelope();
   auto chunk = [&](const std::string& file, std::uint64_t offset, const std::string& data,
                    bool last = false) {
-    return h.Deliver(EncodeChunkFrame(env, 77, file, offset, data, last, 0));
+    return h.Deliver(EncodeChunkFrame(env, 77, file, offset, data, last, 1000));
   };
   SECTION("overlap") {
     CHECK(chunk("a.sst", 0, std::string(100, 'a')).verdict == ChunkVerdict::kAccepted);
@@ -352,6 +353,53 @@ TEST_CASE("snapshot wire: Raft messages are not snapshot traffic, chunks keep th
   raftpb::Message bare = m;
   bare.mutable_snapshot()->set_transfer_id(0);
   CHECK(!DecodeChunk(bare).ok());
+}
+
+TEST_CASE("snapshot transfer: the announced size must fit on the disk before a byte is written",
+          "[snapshot][hostile]") {
+  TempDir tmp;
+  std::uint64_t free_bytes = 100ULL << 20;
+  SnapshotAssembler assembler(
+      tmp.Sub("staging"),
+      [&free_bytes](const std::string&) -> Result<std::uint64_t> { return free_bytes; });
+  const SteadyTime now = SteadyTime() + 1h;
+  auto deliver = [&](std::uint64_t transfer, std::uint64_t total, std::string_view data) {
+    raftpb::Message m =
+        Parse(EncodeChunkFrame(Envelope(), transfer, "a.sst", 0, data, false, total));
+    auto chunk = DecodeChunk(m);
+    REQUIRE(chunk.ok());
+    return assembler.Add(*chunk, now);
+  };
+  SECTION("more than the free space minus the reserve: refused, nothing staged") {
+    ChunkAck ack = deliver(1, free_bytes - SnapshotAssembler::kFreeSpaceReserve + 1, "x");
+    CHECK(ack.verdict == ChunkVerdict::kAborted);
+    CHECK(ack.no_space);
+    CHECK_FALSE(std::filesystem::exists(tmp.Sub("staging")));
+    // 2^64-1 announced: refused too, no overflow.
+    ack = deliver(2, std::numeric_limits<std::uint64_t>::max(), "x");
+    CHECK(ack.no_space);
+  }
+  SECTION("no size announced: refused") {
+    ChunkAck ack = deliver(1, 0, "x");
+    CHECK(ack.verdict == ChunkVerdict::kAborted);
+    CHECK_FALSE(ack.no_space);
+  }
+  SECTION("within the free space: accepted, but never more than announced") {
+    CHECK(deliver(1, 10, "0123456789").verdict == ChunkVerdict::kAccepted);
+    raftpb::Message more = Parse(EncodeChunkFrame(Envelope(), 1, "b.sst", 0, "x", false, 10));
+    auto chunk = DecodeChunk(more);
+    REQUIRE(chunk.ok());
+    ChunkAck ack = assembler.Add(*chunk, now);
+    CHECK(ack.verdict == ChunkVerdict::kAborted);
+    CHECK_THAT(ack.error, Catch::Contains("more than the 10 bytes it announced"));
+  }
+  SECTION("a chunk announcing another size than its transfer's aborts it") {
+    CHECK(deliver(1, 10, "01234").verdict == ChunkVerdict::kAccepted);
+    raftpb::Message other = Parse(EncodeChunkFrame(Envelope(), 1, "a.sst", 5, "5", false, 11));
+    auto chunk = DecodeChunk(other);
+    REQUIRE(chunk.ok());
+    CHECK(assembler.Add(*chunk, now).verdict == ChunkVerdict::kAborted);
+  }
 }
 
 }  // namespace epoch::server

@@ -58,6 +58,13 @@ struct NodeConfig {
   // Where this node dials a peer instead of its --initial-cluster address (--peer-dial-override;
   // the chaos suite puts a fault-injecting proxy there). Peers not listed are dialled directly.
   std::map<NodeId, HostPort> peer_dial_override;
+  // Limits on the peer port (PeerTransportOptions; docs/etcd-compatibility.md).
+  struct PeerPortLimits {
+    std::size_t max_connections = 256;                // --peer-max-connections
+    std::size_t max_connections_per_address = 32;     // --peer-max-connections-per-address
+    std::chrono::milliseconds frame_timeout{30'000};  // --peer-frame-timeout-ms
+  };
+  PeerPortLimits peer_limits;
   // --enable-failpoints: the metrics listener serves /failpoint/... (server/README.md).
   bool enable_failpoints = false;
 

@@ -1,9 +1,10 @@
 // Peer codec: raft::Message (the core's plain C++ type) to and from epoch.raftpb.Message (the
 // wire). The only place the two meet, so the core never sees protobuf (docs/architecture.md §4).
 //
-// Decoding never trusts the wire: an unknown type, a missing snapshot meta on InstallSnapshot or
-// an unparsable frame gives InvalidArgument, and the caller drops the message (Raft tolerates
-// loss). Threading: pure functions.
+// Decoding never trusts the wire: an unknown type, a term or index >= raft::kMaxPlausibleValue
+// (2^62), a missing snapshot meta on InstallSnapshot or an unparsable frame gives
+// InvalidArgument, and the caller drops the message (Raft tolerates loss). Threading: pure
+// functions.
 #pragma once
 
 #include <string>

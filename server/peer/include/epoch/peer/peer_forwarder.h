@@ -12,9 +12,13 @@
 //
 // Leader side — Serve(): the request is proposed as if a local client had sent it; the answer
 // (any Status, including etcd_errors::kNotLeader when this node no longer leads) goes back in a
-// ForwardResponse. A frame that does not parse is answered with InvalidArgument. Only members
-// can send frames (the transport checks the hello), so requests are not re-validated here beyond
-// what the state machine does at apply time.
+// ForwardResponse. A frame that does not parse is answered with InvalidArgument. Only voters and
+// learners reach Serve (PeerFrameGate checks the connection's member); a member publication that
+// speaks for another member than the sender is refused and counted (FrameDrop::kForwardForged).
+//
+// Forward ids are random 64-bit values (OpenSSL's RAND_bytes), and an answer is taken only from
+// the member the write was sent to: a peer cannot guess or answer another link's writes. An
+// answer nobody waits for is counted (FrameDrop::kForwardUnknown).
 //
 // Threading: thread-safe. Callbacks run on the thread that delivered the response (the
 // transport's), on the timer executor (deadline), or inside Forward()/PeerLost().
@@ -30,6 +34,7 @@
 #include <string>
 
 #include "epoch/etcd_errors.h"
+#include "epoch/peer/peer_drops.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 #include "epoch/v1/internal.pb.h"
@@ -48,6 +53,8 @@ class PeerForwarder {
     std::function<bool(NodeId)> connected;
     // Leader side: propose a request locally (RaftDriver::Propose), or refuse it.
     std::function<void(v1::InternalRequest, Callback)> propose;
+    // A forward frame refused (optional): counted in /metrics.
+    std::function<void(FrameDrop)> on_drop;
   };
 
   PeerForwarder(asio::any_io_executor timer_executor, Hooks hooks);

@@ -4,6 +4,12 @@
 // peers are handed to the FrameHandler. The transport knows nothing of Raft: a frame is an opaque
 // byte string (an encoded raftpb message).
 //
+// Limits (PeerTransportOptions): a hello within `hello_timeout`, a frame no larger than
+// `max_frame_bytes` (checked on its length prefix, before any buffer grows for it) and complete
+// within `frame_read_timeout`, at most `max_inbound_connections` inbound connections and
+// `max_inbound_per_address` from one address; accept() errors back off. Each refusal is counted
+// in PeerDrops.
+//
 // Wire: every frame is a 4-byte big-endian length followed by that many bytes. The first frame on
 // a connection is a hello (cluster id + sender id) so the receiver knows who is talking. There is
 // one connection per direction per peer: this node dials each peer to send and accepts the
@@ -27,9 +33,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 
+#include "epoch/peer/peer_drops.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 
@@ -58,6 +66,19 @@ struct PeerTransportOptions {
   std::chrono::milliseconds hello_timeout{5000};
   // If set, a hello from a node for which this returns false is rejected (not a member).
   std::function<bool(NodeId)> accept_peer;
+  // A frame whose first bytes arrived must be complete within this time, or the connection is
+  // closed: a peer cannot hold a connection (and its buffer) with a frame it never finishes.
+  // The buffer grows with the bytes received, never to the announced size at once.
+  std::chrono::milliseconds frame_read_timeout{30'000};
+  // Inbound connections accepted at once, in total and from one remote address; beyond them a
+  // new connection is closed as soon as it is accepted (counted). A member holds one.
+  std::size_t max_inbound_connections = 256;
+  std::size_t max_inbound_per_address = 32;
+  // After a failed accept() (EMFILE, ENFILE, ENOBUFS, ...), the listener waits this long before
+  // accepting again instead of spinning.
+  std::chrono::milliseconds accept_error_backoff{100};
+  // Where refused connections and dropped frames are counted (optional).
+  PeerDrops* drops = nullptr;
 };
 
 struct PeerLinkStats {
@@ -105,6 +126,11 @@ class PeerTransport {
   class Inbound;
 
   void Accept();
+  void AcceptLater();
+  // Admits an accepted connection from `address` under the caps, or says why not.
+  [[nodiscard]] std::optional<ConnectionRefusal> Admit(const asio::ip::address& address);
+  void Count(FrameDrop reason) const;
+  void Count(ConnectionRefusal reason) const;
   // A peer identified itself on an inbound connection: redial it now if we were backing off.
   void PeerAlive(NodeId peer);
 
@@ -113,12 +139,15 @@ class PeerTransport {
   FrameHandler on_frame_;
   UnreachableHandler on_unreachable_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer accept_backoff_;
   std::atomic<std::uint16_t> bound_port_{0};
   std::atomic<bool> stopped_{false};
+  std::atomic<std::uint64_t> refusals_logged_{0};
 
   mutable std::mutex mu_;
-  std::map<NodeId, std::shared_ptr<Outbound>> outbound_;  // guarded by mu_
-  std::map<Inbound*, std::weak_ptr<Inbound>> inbound_;    // guarded by mu_
+  std::map<NodeId, std::shared_ptr<Outbound>> outbound_;          // guarded by mu_
+  std::map<Inbound*, std::weak_ptr<Inbound>> inbound_;            // guarded by mu_
+  std::map<asio::ip::address, std::size_t> inbound_per_address_;  // guarded by mu_
 };
 
 }  // namespace epoch::server

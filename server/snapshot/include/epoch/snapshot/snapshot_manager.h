@@ -5,8 +5,10 @@
 //     call RaftDriver::ReportSnapshot exactly once for that transfer. At most one transfer per
 //     peer: an InstallSnapshot for a peer that is still receiving one is dropped (the running
 //     transfer's report answers it).
-//   - Follower side: assemble incoming chunks in a staging directory (SnapshotAssembler), answer
-//     each with an acknowledgement, and once the image is complete step the InstallSnapshot
+//   - Follower side: accept chunks only from the leader of the current term (the driver's
+//     status; others are refused and counted in PeerDrops, as are transfers whose announced
+//     size does not fit on the disk), assemble them in a staging directory (SnapshotAssembler),
+//     answer each with an acknowledgement, and once the image is complete step the InstallSnapshot
 //     message into the core. When the core then hands out Ready::snapshot, InstallSnapshot()
 //     swaps the image into the KvStore (before the driver persists the meta in the WAL).
 //   - Automatic log compaction after each Advance (snapshot_compaction.h).
@@ -33,6 +35,7 @@
 #include <thread>
 
 #include "epoch/metrics_text.h"
+#include "epoch/peer/peer_drops.h"
 #include "epoch/replication/durable_log.h"
 #include "epoch/replication/raft_driver.h"
 #include "epoch/snapshot/snapshot_archive.h"
@@ -72,7 +75,7 @@ class SnapshotManager final : public SnapshotHooks {
   // loop, server/daemon/src/executors.h).
   SnapshotManager(SnapshotOptions options, NodeId self, std::uint64_t cluster_id, std::string root,
                   KvStore& store, DurableLog& log, RaftDriver& driver, asio::io_context& io,
-                  FrameSender send_frame);
+                  FrameSender send_frame, PeerDrops* drops = nullptr);
   ~SnapshotManager() override;
   SnapshotManager(const SnapshotManager&) = delete;
   SnapshotManager& operator=(const SnapshotManager&) = delete;
@@ -136,6 +139,8 @@ class SnapshotManager final : public SnapshotHooks {
   DurableLog& log_;
   RaftDriver& driver_;
   FrameSender send_frame_;
+  PeerDrops* const drops_;            // may be null
+  std::uint64_t chunks_refused_ = 0;  // chunks not from the leader (I/O thread only)
   std::vector<std::function<void(const raft::SnapshotMeta&)>> on_installed_;
 
   asio::io_context& io_;

@@ -12,6 +12,9 @@
 //
 // Transfers are ordered by (term, transfer id): a chunk of a newer transfer discards the
 // receiver's older incomplete one (superseded); a chunk of an older transfer is refused (stale).
+// Every chunk announces the transfer's total size (`total_bytes`, manifest included): the first
+// chunk of a transfer is refused unless that size fits in the staging file system's free space
+// (ChunkAck::no_space), and a transfer never stores more bytes than it announced.
 // A CRC mismatch, a chunk overlapping another, a bad name or a chunk past a file's size aborts the
 // transfer: the receiver discards it and answers every later chunk of it with a rejection; the
 // sender then fails and the leader retries with a new transfer.
@@ -74,6 +77,7 @@ struct ChunkAck {
   std::uint64_t received_bytes = 0;  // distinct bytes held for this transfer
   bool complete = false;             // the transfer is complete (this chunk or an earlier one)
   std::string error;                 // kAborted / kStale: why
+  bool no_space = false;             // kAborted: the announced size does not fit on the disk
 };
 
 // A fully received snapshot image, on disk in `dir`.
@@ -88,7 +92,13 @@ struct AssembledSnapshot {
 // Receiver: assembles at most one transfer at a time in a staging directory under `staging_root`.
 class SnapshotAssembler {
  public:
-  explicit SnapshotAssembler(std::string staging_root);
+  // Bytes free for the staging directory (std::filesystem::space by default; tests inject one).
+  using FreeSpaceFn = std::function<Result<std::uint64_t>(const std::string& dir)>;
+  // Free space kept beyond the announced size, so a snapshot never fills the disk the WAL and
+  // the state machine write to.
+  static constexpr std::uint64_t kFreeSpaceReserve = 64ULL << 20;
+
+  explicit SnapshotAssembler(std::string staging_root, FreeSpaceFn free_space = {});
   // Removes the staging directory of an incomplete transfer.
   ~SnapshotAssembler();
   SnapshotAssembler(const SnapshotAssembler&) = delete;
@@ -110,12 +120,15 @@ class SnapshotAssembler {
   struct Transfer;
 
   ChunkAck Abort(std::string error);
+  ChunkAck AbortOverAnnounced();
   void Discard();
   ChunkAck AddManifest(const SnapshotChunkIn& chunk);
   ChunkAck AddData(const SnapshotChunkIn& chunk);
   ChunkAck MaybeComplete(ChunkVerdict verdict_if_not);
+  [[nodiscard]] Status CheckSpace(std::uint64_t total_bytes) const;
 
   const std::string staging_root_;
+  const FreeSpaceFn free_space_;
   std::unique_ptr<Transfer> current_;
   std::uint64_t discarded_ = 0;
 };
