@@ -64,5 +64,58 @@ TEST_CASE("a keep-alive stream whose answers are never read is cut off", "[integ
   RequireServing(*cluster, 1, "after-keepalive-flood");
 }
 
+// A channel with its own connection (gRPC shares connections between channels by default).
+std::shared_ptr<grpc::Channel> OwnConnection(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+grpc::Status RangeWithin(const std::shared_ptr<grpc::Channel>& channel,
+                         std::chrono::milliseconds timeout) {
+  auto kv = etcdserverpb::KV::NewStub(channel);
+  etcdserverpb::RangeRequest request;
+  request.set_key("k");
+  etcdserverpb::RangeResponse response;
+  return Range(*kv, request, &response, timeout);
+}
+
+TEST_CASE("one connection holds at most --max-concurrent-streams calls", "[integration][limits]") {
+  auto cluster =
+      StartCluster(1, {"--tick-ms", "10", "--heartbeat-ticks", "5", "--election-timeout-ticks",
+                       "15", "--max-concurrent-streams", "4"});
+  const std::string address = cluster->node(0).client_address();
+  auto busy = OwnConnection(address);
+  REQUIRE(RangeWithin(busy, std::chrono::seconds(5)).ok());
+  auto watch = etcdserverpb::Watch::NewStub(busy);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<
+      grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>>
+      streams;
+  for (int i = 0; i < 4; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(watch->Watch(contexts.back().get()));
+    etcdserverpb::WatchRequest create;
+    create.mutable_create_request()->set_key(fmt::format("w{}", i));
+    REQUIRE(streams.back()->Write(create));
+    etcdserverpb::WatchResponse created;
+    REQUIRE(streams.back()->Read(&created));
+    CHECK(created.created());
+  }
+  // A fifth call on the same connection waits for a free stream; another connection does not.
+  CHECK(RangeWithin(busy, std::chrono::milliseconds(500)).error_code() ==
+        grpc::StatusCode::DEADLINE_EXCEEDED);
+  CHECK(RangeWithin(OwnConnection(address), std::chrono::seconds(5)).ok());
+  // Closing one stream frees its slot.
+  contexts.front()->TryCancel();
+  etcdserverpb::WatchResponse ignored;
+  while (streams.front()->Read(&ignored)) {
+  }
+  (void)streams.front()->Finish();
+  CHECK(RangeWithin(busy, std::chrono::seconds(5)).ok());
+  for (auto& c : contexts) c->TryCancel();
+  for (std::size_t i = 1; i < streams.size(); ++i) (void)streams[i]->Finish();
+}
+
 }  // namespace
 }  // namespace epoch::integration

@@ -1,6 +1,7 @@
 #include "epoch/daemon/epoch_node.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
@@ -394,6 +395,12 @@ Status EpochNode::Impl::StartClientListeners() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // No client may hold unbounded streams or gRPC buffer memory (docs/etcd-compatibility.md §6).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(config_.max_concurrent_streams));
+  grpc::ResourceQuota quota("epoch-client-port");
+  quota.Resize(config_.grpc_memory_bytes);
+  builder.SetResourceQuota(quota);
   // etcd's rule: the request limit plus 512 KiB of gRPC framing.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(config_.limits.max_request_bytes + (512 << 10)));

@@ -132,6 +132,13 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Keep-alive answers queued on one stream for a client that does not read "
                  "them; past it the stream ends with RESOURCE_EXHAUSTED")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--max-concurrent-streams", c.max_concurrent_streams,
+                 "Calls and streams one client connection may have open at once (etcd 3.5's "
+                 "flag; the client queues the rest)")
+      ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{1} << 20));
+  app.add_option("--grpc-memory-bytes", c.grpc_memory_bytes,
+                 "Memory gRPC may use for the client port's buffers (its resource quota)")
+      ->check(CLI::Range(std::size_t{16} << 20, std::size_t{1} << 40));
   app.add_option("--grpc-threads", c.grpc_threads,
                  "Threads serving client gRPC calls, each polling its own completion queue (1 "
                  "avoids thread hand-offs; more only when one core cannot keep up)")

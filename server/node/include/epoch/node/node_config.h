@@ -90,6 +90,12 @@ struct NodeConfig {
   // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
   // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
   std::size_t keepalive_queue_max = 1024;
+  // --max-concurrent-streams (etcd 3.5's flag): calls and streams one client connection may have
+  // open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; a client queues the ones above it).
+  std::uint32_t max_concurrent_streams = 1000;
+  // --grpc-memory-bytes: gRPC's resource quota for the client port's buffers; under pressure gRPC
+  // shrinks read buffers and refuses new streams instead of growing without bound.
+  std::size_t grpc_memory_bytes = std::size_t{1} << 30;
   // The quota in force: quota_backend_bytes resolved (0 when there is none).
   [[nodiscard]] std::int64_t SpaceQuotaBytes() const;
 
