@@ -12,6 +12,8 @@ PACKAGES=(
   libtcmalloc-minimal4
   # tools the tests and benchmarks use
   etcd-client etcd-server postgresql python3
+  # promtool and a Prometheus server (deploy/prometheus/, the metrics tests)
+  prometheus
 )
 
 missing=()
