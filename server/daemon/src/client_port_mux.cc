@@ -18,23 +18,6 @@ constexpr std::size_t kMaxMethodBytes = 8;
 // A connection whose first bytes arrive in pieces is peeked again after this pause.
 constexpr std::chrono::milliseconds kPeekAgain{5};
 
-enum class Protocol { kUnknownYet, kGrpc, kHttp, kNeither };
-
-// What the first `bytes` of a connection say.
-Protocol Classify(std::string_view bytes) {
-  const std::size_t n = std::min(bytes.size(), kHttp2Preface.size());
-  if (bytes.substr(0, n) == kHttp2Preface.substr(0, n)) {
-    // "PRI" is no HTTP/1 method a client sends: three bytes decide.
-    return n >= 3 ? Protocol::kGrpc : Protocol::kUnknownYet;
-  }
-  for (std::size_t i = 0; i < bytes.size() && i < kMaxMethodBytes; ++i) {
-    const char c = bytes[i];
-    if (c == ' ') return i > 0 ? Protocol::kHttp : Protocol::kNeither;
-    if (c < 'A' || c > 'Z') return Protocol::kNeither;
-  }
-  return bytes.size() < kMaxMethodBytes ? Protocol::kUnknownYet : Protocol::kNeither;
-}
-
 // One accepted connection until it is classified.
 class Pending : public std::enable_shared_from_this<Pending> {
  public:
@@ -68,11 +51,11 @@ class Pending : public std::enable_shared_from_this<Pending> {
     std::array<char, kHttp2Preface.size()> buf{};
     const std::size_t n = socket_.receive(asio::buffer(buf), tcp::socket::message_peek, ec);
     if (ec || n == 0) return Close();  // reset, or closed before saying anything
-    switch (Classify(std::string_view(buf.data(), n))) {
-      case Protocol::kGrpc: return HandToGrpc();
-      case Protocol::kHttp: return HandToHttp();
-      case Protocol::kNeither: return Reject();
-      case Protocol::kUnknownYet: break;
+    switch (ClassifyClientBytes(std::string_view(buf.data(), n))) {
+      case ClientProtocol::kGrpc: return HandToGrpc();
+      case ClientProtocol::kHttp: return HandToHttp();
+      case ClientProtocol::kNeither: return Reject();
+      case ClientProtocol::kUnknownYet: break;
     }
     // More bytes are on their way; the ones peeked stay readable, so wait a little first.
     auto again = std::make_shared<asio::steady_timer>(socket_.get_executor(), kPeekAgain);
@@ -126,6 +109,20 @@ class Pending : public std::enable_shared_from_this<Pending> {
 };
 
 }  // namespace
+
+ClientProtocol ClassifyClientBytes(std::string_view bytes) {
+  const std::size_t n = std::min(bytes.size(), kHttp2Preface.size());
+  if (bytes.substr(0, n) == kHttp2Preface.substr(0, n)) {
+    // "PRI" is no HTTP/1 method a client sends: three bytes decide.
+    return n >= 3 ? ClientProtocol::kGrpc : ClientProtocol::kUnknownYet;
+  }
+  for (std::size_t i = 0; i < bytes.size() && i < kMaxMethodBytes; ++i) {
+    const char c = bytes[i];
+    if (c == ' ') return i > 0 ? ClientProtocol::kHttp : ClientProtocol::kNeither;
+    if (c < 'A' || c > 'Z') return ClientProtocol::kNeither;
+  }
+  return bytes.size() < kMaxMethodBytes ? ClientProtocol::kUnknownYet : ClientProtocol::kNeither;
+}
 
 struct ClientPortMux::Listener {
   explicit Listener(asio::io_context& io) : acceptor(io), retry(io) {}

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "epoch/metrics_text.h"
@@ -27,6 +28,11 @@
 #include "metrics_http.h"
 
 namespace epoch::server {
+
+// What a connection's first bytes say: the HTTP/2 preface (gRPC), an HTTP/1 request line (an
+// upper-case method and a space), neither, or not enough bytes yet to tell.
+enum class ClientProtocol { kUnknownYet, kGrpc, kHttp, kNeither };
+[[nodiscard]] ClientProtocol ClassifyClientBytes(std::string_view first_bytes);
 
 class ClientPortMux {
  public:
