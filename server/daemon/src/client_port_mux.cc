@@ -65,6 +65,7 @@ class Pending : public std::enable_shared_from_this<Pending> {
   }
 
   void HandToGrpc() {
+    if (counters_->stopping.load()) return Close();  // the gRPC server is shutting down
     Finish();
     counters_->grpc.fetch_add(1, std::memory_order_relaxed);
     std::error_code ec;
@@ -156,6 +157,7 @@ Result<std::uint16_t> ClientPortMux::Listen(const std::string& host, std::uint16
 }
 
 void ClientPortMux::Stop() {
+  counters_->stopping.store(true);
   for (auto& l : listeners_) {
     asio::post(io_, [l] {
       std::error_code ignored;

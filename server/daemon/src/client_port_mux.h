@@ -56,6 +56,8 @@ class ClientPortMux {
     std::atomic<std::uint64_t> grpc{0};
     std::atomic<std::uint64_t> http{0};
     std::atomic<std::uint64_t> rejected{0};
+    // Set by Stop(): connections still being classified are closed, not handed to gRPC.
+    std::atomic<bool> stopping{false};
   };
 
  private:

@@ -428,6 +428,7 @@ void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
   raftpb::Frame parsed;
   if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
     spdlog::warn("node={} dropping a peer frame from {:x}: unparsable", config_.name, from);
+    peer_metrics_->FrameDropped();
     return;
   }
   switch (parsed.body_case()) {
@@ -438,6 +439,7 @@ void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
     case raftpb::Frame::kMessage: break;
     default:
       spdlog::warn("node={} dropping a peer frame from {:x} without a message", config_.name, from);
+      peer_metrics_->FrameDropped();
       return;
   }
   // Snapshot chunks and their acknowledgements never reach the core directly.
@@ -447,6 +449,7 @@ void EpochNode::Impl::HandlePeerFrame(NodeId from, const std::string& frame) {
   Result<raft::Message> m = DecodeMessage(parsed.message());
   if (!m.ok()) {
     spdlog::warn("node={} dropping a peer frame: {}", config_.name, m.status().ToString());
+    peer_metrics_->FrameDropped();
     return;
   }
   if (m->type == raft::MessageType::kHeartbeatResponse) {

@@ -69,6 +69,9 @@ void PeerMetrics::RenderCounters(MetricsText& m) const {
       "etcd_server_heartbeat_send_failures_total",
       "The total number of leader heartbeat send failures (likely overloaded from slow disk).",
       heartbeat_send_failures_.load(std::memory_order_relaxed));
+  m.Counter("epoch_peer_frames_dropped_total",
+            "Frames from peers dropped because they did not parse or decode.",
+            frames_dropped_.load(std::memory_order_relaxed));
 }
 
 }  // namespace epoch::server

@@ -8,6 +8,7 @@
 //                                                 peer unreachable)
 //   etcd_network_peer_round_trip_time_seconds{To} heartbeat to its answer, matched by round
 //   etcd_server_heartbeat_send_failures_total     heartbeats dropped before reaching the socket
+//   epoch_peer_frames_dropped_total               frames from peers that did not parse or decode
 //
 // Peer IDs are rendered as etcd does, in lower-case hex. The round trip is measured by the leader
 // (the member that sends heartbeats); followers keep the series at zero observations. etcd's
@@ -42,6 +43,8 @@ class PeerMetrics {
   void HeartbeatAnswered(NodeId from, std::uint64_t round,
                          std::chrono::steady_clock::time_point now);
   void HeartbeatSendFailed() { heartbeat_send_failures_.fetch_add(1, std::memory_order_relaxed); }
+  // A frame from a peer that did not parse or decode (epoch_peer_frames_dropped_total).
+  void FrameDropped() { frames_dropped_.fetch_add(1, std::memory_order_relaxed); }
 
   // `dropped(peer)` gives the transport's dropped-frame count for a peer.
   template <typename DroppedFn>
@@ -72,6 +75,7 @@ class PeerMetrics {
 
   std::map<NodeId, std::unique_ptr<Peer>> peers_;  // fixed after construction
   std::atomic<std::uint64_t> heartbeat_send_failures_{0};
+  std::atomic<std::uint64_t> frames_dropped_{0};
 };
 
 }  // namespace epoch::server
