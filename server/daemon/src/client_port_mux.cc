@@ -140,9 +140,11 @@ ClientPortMux::~ClientPortMux() {
 
 Result<std::uint16_t> ClientPortMux::Listen(const std::string& host, std::uint16_t port) {
   auto listener = std::make_shared<Listener>(io_);
+  Result<tcp::endpoint> resolved = ListenEndpoint(host, port);
+  if (!resolved.ok()) return resolved.status();
+  const tcp::endpoint endpoint = *resolved;
   std::error_code ec;
-  tcp::endpoint endpoint(asio::ip::make_address(host, ec), port);
-  if (!ec) listener->acceptor.open(endpoint.protocol(), ec);
+  listener->acceptor.open(endpoint.protocol(), ec);
   if (!ec) listener->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) listener->acceptor.bind(endpoint, ec);
   if (!ec) listener->acceptor.listen(asio::socket_base::max_listen_connections, ec);

@@ -81,10 +81,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 }  // namespace
 
-Status MetricsHttp::Start(const std::string& host, std::uint16_t port) {
+Result<tcp::endpoint> ListenEndpoint(const std::string& host, std::uint16_t port) {
+  std::string bare = host;
+  if (bare.size() >= 2 && bare.front() == '[' && bare.back() == ']') {
+    bare = bare.substr(1, bare.size() - 2);
+  }
   std::error_code ec;
-  tcp::endpoint endpoint(asio::ip::make_address(host, ec), port);
-  if (!ec) acceptor_.open(endpoint.protocol(), ec);
+  asio::ip::address address = asio::ip::make_address(bare, ec);
+  if (!ec) return tcp::endpoint(address, port);
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(bare, std::to_string(port), tcp::resolver::passive, ec);
+  if (ec || results.empty()) {
+    return Status::IOError(
+        fmt::format("cannot listen on {}:{}: {}", host, port, ec ? ec.message() : "no address"));
+  }
+  return results.begin()->endpoint();
+}
+
+Status MetricsHttp::Start(const std::string& host, std::uint16_t port) {
+  Result<tcp::endpoint> resolved = ListenEndpoint(host, port);
+  if (!resolved.ok()) return resolved.status();
+  const tcp::endpoint endpoint = *resolved;
+  std::error_code ec;
+  acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(64, ec);

@@ -30,6 +30,12 @@ struct HttpReply {
   std::string content_type = "text/plain; version=0.0.4";
 };
 
+// The address to listen on for a listen URL's host: an IP address (IPv6 with or without brackets)
+// or a name resolved here ("localhost"; the first address it resolves to). IOError naming the
+// address otherwise.
+[[nodiscard]] Result<asio::ip::tcp::endpoint> ListenEndpoint(const std::string& host,
+                                                             std::uint16_t port);
+
 class MetricsHttp {
  public:
   static constexpr std::chrono::seconds kRequestTimeout{10};

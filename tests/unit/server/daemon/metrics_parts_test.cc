@@ -36,6 +36,22 @@ TEST_CASE("client port: the first bytes say gRPC, HTTP/1 or neither", "[daemon][
   CHECK(ClassifyClientBytes("PRX * HTTP/2.0") == ClientProtocol::kHttp);
 }
 
+TEST_CASE("listen addresses: IPs, bracketed IPv6 and localhost", "[daemon][metrics]") {
+  Result<asio::ip::tcp::endpoint> v4 = ListenEndpoint("127.0.0.2", 2379);
+  REQUIRE(v4.ok());
+  CHECK(v4->address().to_string() == "127.0.0.2");
+  CHECK(v4->port() == 2379);
+  Result<asio::ip::tcp::endpoint> v6 = ListenEndpoint("[::1]", 0);
+  REQUIRE(v6.ok());
+  CHECK(v6->address().to_string() == "::1");
+  Result<asio::ip::tcp::endpoint> any = ListenEndpoint("0.0.0.0", 1);
+  REQUIRE(any.ok());
+  CHECK(any->address().is_unspecified());
+  Result<asio::ip::tcp::endpoint> local = ListenEndpoint("localhost", 2379);
+  REQUIRE(local.ok());
+  CHECK(local->address().is_loopback());
+}
+
 TEST_CASE("peer metrics: a heartbeat's round trip is timed to the answer of its round",
           "[daemon][metrics]") {
   const NodeId peer(0xabc);
