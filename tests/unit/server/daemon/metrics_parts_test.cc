@@ -3,6 +3,7 @@
 // process metrics.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,11 @@ TEST_CASE("gRPC metrics: labels from the full method name, Go's code names", "[d
 }
 
 TEST_CASE("process metrics come from /proc", "[daemon][metrics]") {
+  // Some CPU time first (bounded: at most 5 s of wall time), so the counter has ticks to show.
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  volatile std::uint64_t spin = 0;
+  while (std::clock() < CLOCKS_PER_SEC / 20 && Clock::now() < until) spin = spin + 1;
+  REQUIRE(std::clock() >= CLOCKS_PER_SEC / 20);
   std::string out;
   MetricsText m(&out);
   RenderProcessMetrics(m);
