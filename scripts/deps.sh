@@ -16,6 +16,8 @@ PACKAGES=(
   # packaging tests (cpack's dpkg-shlibdeps, systemd-analyze); scripts/container-test.sh
   # needs debootstrap buildah podman runc besides
   dpkg-dev systemd
+  # promtool and a Prometheus server (deploy/prometheus/, the metrics tests)
+  prometheus
 )
 
 missing=()

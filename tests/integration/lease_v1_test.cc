@@ -153,8 +153,8 @@ TEST_CASE("epoch.v1 lease: millisecond TTLs, status on the cluster clock, fencin
   REQUIRE(metrics.ok());
   for (const char* name :
        {"epoch_cluster_clock_running 1", "epoch_leases_expired_total",
-        "epoch_lease_max_failover_extension_ms", "epoch_lease_renewal_entries_total",
-        "epoch_lease_keepalive_seconds_count", "epoch_cluster_time_ms"}) {
+        "epoch_lease_max_failover_extension_seconds", "epoch_lease_renewal_entries_total",
+        "epoch_lease_keepalive_seconds_count", "epoch_cluster_time_seconds"}) {
     INFO(name);
     CHECK(metrics->body.find(name) != std::string::npos);
   }

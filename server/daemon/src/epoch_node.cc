@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <future>
 
+#include "client_port_mux.h"
 #include "disk_failpoint.h"
+#include "durability_watch.h"
 #include "epoch/api/election_service.h"
 #include "epoch/api/kv_service.h"
 #include "epoch/api/lease_service.h"
@@ -35,8 +37,13 @@
 #include "epoch/state/kv_store.h"
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
+#include "etcd_metrics.h"
 #include "executors.h"
+#include "grpc_metrics.h"
+#include "health_probes.h"
 #include "metrics_http.h"
+#include "peer_metrics.h"
+#include "process_metrics.h"
 
 // EpochNode::Impl is built in phases, each a function that constructs its components with what
 // they need (constructor injection) from the phases before it:
@@ -52,12 +59,21 @@
 namespace epoch::server {
 namespace {
 
-// Raft messages to peers through the codec and the TCP transport.
+// The peer wire's length prefix, counted in the peer byte metrics (as etcd counts its framing).
+constexpr std::size_t kFrameLengthBytes = 4;
+
+// Raft messages to peers through the codec and the TCP transport, counted in the peer metrics.
 class TransportSender final : public MessageSender {
  public:
-  TransportSender(PeerTransport& transport, PeerFrameGate& gate)
-      : transport_(transport), gate_(gate) {}
-  void Send(const raft::Message& m) override { transport_.Send(m.to, EncodeFrame(m)); }
+  TransportSender(PeerTransport& transport, PeerFrameGate& gate, PeerMetrics& metrics)
+      : transport_(transport), gate_(gate), metrics_(metrics) {}
+  void Send(const raft::Message& m) override {
+    std::string frame = EncodeFrame(m);
+    metrics_.Sent(m.to, frame.size() + kFrameLengthBytes);
+    if (m.type != raft::MessageType::kHeartbeat) return transport_.Send(m.to, std::move(frame));
+    metrics_.HeartbeatSent(m.to, m.round, std::chrono::steady_clock::now());
+    transport_.Send(m.to, std::move(frame), [this] { metrics_.HeartbeatSendFailed(); });
+  }
   // Membership changes at run time are not supported: the initial cluster is connected at
   // start, and a conf change is refused by the services. Frames are accepted only from the
   // applied configuration's members.
@@ -66,6 +82,7 @@ class TransportSender final : public MessageSender {
  private:
   PeerTransport& transport_;
   PeerFrameGate& gate_;
+  PeerMetrics& metrics_;
 };
 
 // Submits a WAL request with `submit(done)` and blocks until it is durable. `submit` returns the
@@ -112,7 +129,8 @@ class EpochNode::Impl {
     cv_.wait(lock, [this] { return stopped_; });
   }
   void Shutdown();
-  HttpReply Http(const std::string& path);
+  void Http(const std::string& path, MetricsHttp::Respond respond);
+  HttpReply Metrics();
 
   const NodeConfig config_;
   // First: every component below runs on it, so it outlives them all.
@@ -122,6 +140,8 @@ class EpochNode::Impl {
   wal::PosixFileSystem fs_;
   std::unique_ptr<DiskFailpoint> disk_failpoint_;  // --enable-failpoints only
   LatencyHistogram fsync_latency_;                 // observed on the WAL's sync thread
+  // The same fdatasyncs with etcd's buckets: ExponentialBuckets(0.001, 2, 14), 1 ms to 8.192 s.
+  Histogram wal_fsync_{Histogram::ExponentialBuckets(0.001, 2, 14)};
   std::unique_ptr<wal::Wal> wal_;
   std::unique_ptr<WalLog> log_;
   std::unique_ptr<KvStore> store_;
@@ -132,9 +152,11 @@ class EpochNode::Impl {
 
   // 2. Replication.
   PeerDrops peer_drops_;
+  std::unique_ptr<PeerMetrics> peer_metrics_;
   std::unique_ptr<PeerFrameGate> peer_gate_;
   std::unique_ptr<PeerTransport> transport_;
   std::unique_ptr<TransportSender> sender_;
+  std::unique_ptr<DurabilityWatch> durability_;  // the driver's view of the WAL, timed
   std::unique_ptr<RaftDriver> driver_;
   std::unique_ptr<SnapshotManager> snapshots_;
   std::unique_ptr<PeerForwarder> peer_forwarder_;
@@ -153,9 +175,14 @@ class EpochNode::Impl {
   std::unique_ptr<ElectionService> election_service_;
 
   // 5. Serving.
+  GrpcMetrics grpc_metrics_;  // the client port's interceptors count into it
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<MemberPublisher> publisher_;
+  std::unique_ptr<HealthProbes> health_;
   std::unique_ptr<MetricsHttp> metrics_;
+  // Plaintext client port: /metrics and the probes next to gRPC (ClientPortMux).
+  std::unique_ptr<MetricsHttp> client_http_;
+  std::unique_ptr<ClientPortMux> client_mux_;
   int client_port_ = 0;
 
   std::mutex mu_;
@@ -206,6 +233,7 @@ Status EpochNode::Impl::OpenStorage() {
   wal_options.inline_callbacks = true;
   wal_options.on_sync = [this](const wal::SyncEvent& e) {
     fsync_latency_.Observe(e.sync_duration);
+    wal_fsync_.Observe(e.sync_duration);
   };
   if (config_.enable_failpoints) disk_failpoint_ = std::make_unique<DiskFailpoint>(fs_);
   auto wal = wal::Wal::Open(fs_, config_.data_dir + "/wal", wal_options);
@@ -253,7 +281,12 @@ Status EpochNode::Impl::Bootstrap() {
 // the gate's routes before the driver, the snapshots and the forwarder exist.
 void EpochNode::Impl::BuildReplication() {
   std::vector<NodeId> members;
-  for (const MemberInfo& m : config_.members) members.push_back(m.id);
+  std::vector<NodeId> peers;
+  for (const MemberInfo& m : config_.members) {
+    members.push_back(m.id);
+    if (m.id != config_.self_id()) peers.push_back(m.id);
+  }
+  peer_metrics_ = std::make_unique<PeerMetrics>(peers);
   peer_gate_ = std::make_unique<PeerFrameGate>(config_.self_id(), std::move(members), peer_drops_,
                                                PeerRoutes());
   PeerTransportOptions topts;
@@ -268,12 +301,15 @@ void EpochNode::Impl::BuildReplication() {
   topts.drops = &peer_drops_;
   transport_ = std::make_unique<PeerTransport>(
       executors_.loop(Executors::Loop::kPeer), topts,
-      [this](NodeId from, std::string frame) { peer_gate_->Handle(from, frame); },
+      [this](NodeId from, std::string frame) {
+        peer_metrics_->Received(from, frame.size() + kFrameLengthBytes);
+        peer_gate_->Handle(from, frame);
+      },
       [this](NodeId peer) {
         driver_->Unreachable(peer);
         peer_forwarder_->PeerLost(peer);
       });
-  sender_ = std::make_unique<TransportSender>(*transport_, *peer_gate_);
+  sender_ = std::make_unique<TransportSender>(*transport_, *peer_gate_, *peer_metrics_);
 
   RaftDriverOptions dopts;
   dopts.raft = config_.raft;
@@ -281,16 +317,21 @@ void EpochNode::Impl::BuildReplication() {
   dopts.seed =
       config_.self_id().value() ^
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  driver_ = std::make_unique<RaftDriver>(executors_.loop(Executors::Loop::kRaft), dopts, *log_,
-                                         *state_machine_, *sender_);
+  durability_ = std::make_unique<DurabilityWatch>(*log_);
+  driver_ = std::make_unique<RaftDriver>(executors_.loop(Executors::Loop::kRaft), dopts,
+                                         *durability_, *state_machine_, *sender_);
   snapshots_ = std::make_unique<SnapshotManager>(
       config_.snapshot, config_.self_id(), config_.cluster_id(), config_.data_dir + "/snap",
       *store_, *log_, *driver_, executors_.loop(Executors::Loop::kSnapshot),
-      [this](NodeId peer, std::string frame) { transport_->Send(peer, std::move(frame)); },
+      [this](NodeId peer, std::string frame) {
+        peer_metrics_->Sent(peer, frame.size() + kFrameLengthBytes);
+        transport_->Send(peer, std::move(frame));
+      },
       &peer_drops_);
 
   PeerForwarder::Hooks forward_hooks;
   forward_hooks.send = [this](NodeId peer, std::string frame, std::function<void()> not_sent) {
+    peer_metrics_->Sent(peer, frame.size() + kFrameLengthBytes);
     transport_->Send(peer, std::move(frame), std::move(not_sent));
   };
   forward_hooks.connected = [this](NodeId peer) { return transport_->Stats(peer).connected; };
@@ -360,6 +401,9 @@ Status EpochNode::Impl::StartServing() {
     if (m.id != config_.self_id()) transport_->SetPeer(m.id, {dial.host, dial.port});
   }
   context_->Start();
+  health_ = std::make_unique<HealthProbes>(executors_.loop(Executors::Loop::kPeer), *driver_,
+                                           *store_, *durability_,
+                                           config_.tick * config_.raft.durability_stall_ticks);
   EPOCH_RETURN_IF_ERROR(StartClientListeners());
   // This member's client URL for the others (its --initial-cluster-clients entry, else the
   // advertised or listened address; the port picked when the flag said 0).
@@ -370,8 +414,9 @@ Status EpochNode::Impl::StartServing() {
       *context_, std::vector<std::string>{"http://" + own.ToString()});
   publisher_->Start();
   if (config_.listen_metrics.port != 0) {
-    metrics_ = std::make_unique<MetricsHttp>(executors_.loop(Executors::Loop::kPeer),
-                                             [this](const std::string& p) { return Http(p); });
+    metrics_ = std::make_unique<MetricsHttp>(
+        executors_.loop(Executors::Loop::kPeer),
+        [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); });
     EPOCH_RETURN_IF_ERROR(
         metrics_->Start(config_.listen_metrics.host, config_.listen_metrics.port));
   }
@@ -382,14 +427,8 @@ Status EpochNode::Impl::StartServing() {
 }
 
 Status EpochNode::Impl::StartClientListeners() {
+  // The client ports are ClientPortMux's: gRPC gets the connections that speak HTTP/2.
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.listen_client.ToString(), grpc::InsecureServerCredentials(),
-                           &client_port_);
-  std::vector<int> extra_ports(config_.listen_client_extra.size());
-  for (std::size_t i = 0; i < extra_ports.size(); ++i) {
-    builder.AddListeningPort(config_.listen_client_extra[i].ToString(),
-                             grpc::InsecureServerCredentials(), &extra_ports[i]);
-  }
   // etcdctl pings every 2 s (keepalive-time) even without calls; gRPC's default policy would
   // answer GOAWAY "too_many_pings" (docs/etcd-compatibility.md, transport defaults).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
@@ -404,18 +443,26 @@ Status EpochNode::Impl::StartClientListeners() {
   // etcd's rule: the request limit plus 512 KiB of gRPC framing.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(config_.limits.max_request_bytes + (512 << 10)));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(grpc_metrics_.InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   rpc_server_->AddTo(builder);  // registers the services with the builder too
   grpc_server_ = builder.BuildAndStart();
-  if (grpc_server_) rpc_server_->Start(&context_->client_queue());
-  if (!grpc_server_ || client_port_ == 0) {
+  if (!grpc_server_) {
     return Status::IOError(
         fmt::format("cannot serve clients on {}", config_.listen_client.ToString()));
   }
-  for (std::size_t i = 0; i < extra_ports.size(); ++i) {
-    if (extra_ports[i] == 0) {
-      return Status::IOError(
-          fmt::format("cannot serve clients on {}", config_.listen_client_extra[i].ToString()));
-    }
+  rpc_server_->Start(&context_->client_queue());
+  asio::io_context& loop = executors_.loop(Executors::Loop::kPeer);
+  client_http_ = std::make_unique<MetricsHttp>(
+      loop, [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); });
+  client_mux_ = std::make_unique<ClientPortMux>(loop, *grpc_server_, *client_http_);
+  Result<std::uint16_t> port =
+      client_mux_->Listen(config_.listen_client.host, config_.listen_client.port);
+  if (!port.ok()) return port.status();
+  client_port_ = *port;
+  for (const HostPort& extra : config_.listen_client_extra) {
+    EPOCH_RETURN_IF_ERROR(client_mux_->Listen(extra.host, extra.port).status());
   }
   return Status::Ok();
 }
@@ -424,7 +471,12 @@ Status EpochNode::Impl::StartClientListeners() {
 // snapshot traffic to the snapshot manager, forwarded writes to the forwarder.
 PeerFrameGate::Routes EpochNode::Impl::PeerRoutes() {
   PeerFrameGate::Routes routes;
-  routes.raft = [this](raft::Message m) { driver_->Receive(std::move(m)); };
+  routes.raft = [this](raft::Message m) {
+    if (m.type == raft::MessageType::kHeartbeatResponse) {
+      peer_metrics_->HeartbeatAnswered(m.from, m.round, std::chrono::steady_clock::now());
+    }
+    driver_->Receive(std::move(m));
+  };
   routes.snapshot = [this](raftpb::Message m) { snapshots_->HandleFrame(std::move(m)); };
   routes.forward_request = [this](NodeId from, const raftpb::ForwardRequest& request) {
     peer_forwarder_->Serve(from, request);
@@ -448,6 +500,7 @@ void EpochNode::Impl::Shutdown() {
     stopped_ = true;
   }
   cv_.notify_all();
+  if (client_mux_) client_mux_->Stop();
   // Forwarded writes still waiting for the leader end now, or the gRPC shutdown waits for them.
   if (peer_forwarder_) peer_forwarder_->Stop();
   if (grpc_server_)
@@ -477,22 +530,20 @@ void EpochNode::Impl::Shutdown() {
   }
 }
 
-HttpReply EpochNode::Impl::Http(const std::string& path) {
+// Runs on the peer loop; the probes answer later, from the strand or a timer.
+void EpochNode::Impl::Http(const std::string& path, MetricsHttp::Respond respond) {
   if (disk_failpoint_ && path.starts_with(DiskFailpoint::kPathPrefix)) {
-    return disk_failpoint_->Handle(path);
+    return respond(disk_failpoint_->Handle(path));
   }
-  DriverStatus s = driver_->status();
-  if (path == "/health") {
-    if (s.leader == raft::kNoNode) return {503, "no leader\n"};
-    return {200, "ok\n"};
-  }
-  if (path == "/ready") {
-    if (s.leader == raft::kNoNode) return {503, "no leader\n"};
-    if (s.applied < s.commit)
-      return {503, fmt::format("applying: {} of {}\n", s.applied, s.commit)};
-    return {200, "ready\n"};
-  }
-  if (path != "/metrics") return {404, "not found\n"};
+  if (path == "/health") return health_->Health(std::move(respond));
+  if (path == "/readyz" || path == "/ready") return health_->Ready(std::move(respond));
+  if (path == "/livez") return health_->Live(std::move(respond));
+  if (path == "/metrics") return respond(Metrics());
+  respond(HttpReply{404, "not found\n"});
+}
+
+HttpReply EpochNode::Impl::Metrics() {
+  const DriverStatus s = driver_->status();
   std::string out;
   MetricsText m(&out);
   driver_->RenderMetrics(m);
@@ -506,6 +557,17 @@ HttpReply EpochNode::Impl::Http(const std::string& path) {
   snapshots_->RenderMetrics(m);
   peer_drops_.RenderMetrics(m);
   watch_service_->RenderMetrics(m);
+  RenderEtcdMetrics(m, EtcdMetricSources{s, store_.get(), context_->space_quota().SizeBytes(),
+                                         context_->space_quota().quota_bytes(),
+                                         lease_manager_->Stats().expired, &wal_fsync_});
+  peer_metrics_->Render(m, [this](NodeId peer) { return transport_->Stats(peer).frames_dropped; });
+  grpc_metrics_.Render(m);
+  if (client_mux_) client_mux_->RenderMetrics(m);
+  std::vector<std::pair<std::string, const MetricsHttp*>> endpoints;
+  if (client_http_) endpoints.emplace_back("client", client_http_.get());
+  if (metrics_) endpoints.emplace_back("metrics", metrics_.get());
+  MetricsHttp::RenderMetrics(m, endpoints);
+  RenderProcessMetrics(m);
   return {200, std::move(out)};
 }
 

@@ -1,15 +1,25 @@
-// MetricsHttp: a minimal HTTP/1.0 endpoint for /metrics (Prometheus text), /health and /ready
-// (docs/architecture.md §8). One request per connection; anything else gets 404. It exists so
-// operators and load balancers can probe a node without a gRPC client.
+// MetricsHttp: a minimal HTTP/1.0 endpoint for /metrics (Prometheus text), the health probes
+// (/health, /readyz, /livez) and the failpoints (docs/metrics.md). One request per connection;
+// only GET; anything else gets 404 or 405. It serves connections it accepts itself
+// (--listen-metrics-urls) and connections ClientPortMux hands it from the client port.
 //
-// Threading: runs on the io_context it is given; the content providers are called there and must
-// be thread-safe.
+// Hostile input: a request must arrive whole (headers end) within kRequestTimeout and fit in
+// kMaxRequestBytes, or the connection is closed without an answer; both are counted
+// (epoch_http_requests_dropped_total).
+//
+// Threading: runs on the io_context it is given. The handler is called there and answers through
+// its Respond callback exactly once, from any thread (the reply is written on the io_context).
 #pragma once
 
 #include <asio.hpp>
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "epoch/metrics_text.h"
 #include "epoch/status.h"
 
 namespace epoch::server {
@@ -17,22 +27,45 @@ namespace epoch::server {
 struct HttpReply {
   int code = 200;
   std::string body;
+  std::string content_type = "text/plain; version=0.0.4";
 };
+
+// The address to listen on for a listen URL's host: an IP address (IPv6 with or without brackets)
+// or a name resolved here ("localhost"; the first address it resolves to). IOError naming the
+// address otherwise.
+[[nodiscard]] Result<asio::ip::tcp::endpoint> ListenEndpoint(const std::string& host,
+                                                             std::uint16_t port);
 
 class MetricsHttp {
  public:
-  using Handler = std::function<HttpReply(const std::string& path)>;
+  static constexpr std::chrono::seconds kRequestTimeout{10};
+  static constexpr std::size_t kMaxRequestBytes = 16 * 1024;
+
+  using Respond = std::function<void(HttpReply)>;
+  using Handler = std::function<void(const std::string& path, Respond respond)>;
 
   MetricsHttp(asio::io_context& io, Handler handler)
-      : acceptor_(io), handler_(std::move(handler)) {}
+      : acceptor_(io), retry_(io), handler_(std::move(handler)) {}
+  // Listens on host:port (0: any free port, see port()).
   [[nodiscard]] Status Start(const std::string& host, std::uint16_t port);
+  // Serves one request on a connection accepted elsewhere (the client port).
+  void Serve(asio::ip::tcp::socket socket);
   void Stop();
   [[nodiscard]] std::uint16_t port() const { return port_; }
+  // epoch_http_requests_total{listener} and epoch_http_requests_dropped_total{listener} of the
+  // endpoints given, each with its listener label (client, metrics).
+  static void RenderMetrics(
+      MetricsText& m, const std::vector<std::pair<std::string, const MetricsHttp*>>& endpoints);
+
+  // Counted by the connections.
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> dropped{0};
 
  private:
   void Accept();
 
   asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer retry_;  // an accept that failed (EMFILE) is retried after a pause
   Handler handler_;
   std::uint16_t port_ = 0;
 };

@@ -81,18 +81,21 @@ LeaseStats LeaseManager::Stats() const {
 
 void LeaseManager::RenderMetrics(MetricsText& m) const {
   const LeaseStats s = Stats();
-  m.Gauge("epoch_cluster_time_ms", "This member's estimate of the cluster clock.",
-          s.cluster_time_ms);
+  // Prometheus' base unit: seconds (the clock itself counts milliseconds).
+  const auto seconds = [](std::int64_t ms) { return static_cast<double>(ms) / 1000.0; };
+  m.Gauge("epoch_cluster_time_seconds", "This member's estimate of the cluster clock.",
+          seconds(s.cluster_time_ms));
   m.Gauge("epoch_cluster_clock_running", "1 if this member leads and its clock runs.",
           s.clock_running ? 1 : 0);
-  m.Gauge("epoch_lease_max_failover_extension_ms",
+  m.Gauge("epoch_lease_max_failover_extension_seconds",
           "Published bound on the cluster time lost in one leader failover.",
-          MaxFailoverExtensionMs());
-  m.Gauge("epoch_cluster_clock_last_start_stall_ms",
+          seconds(MaxFailoverExtensionMs()));
+  m.Gauge("epoch_cluster_clock_last_start_stall_seconds",
           "Cluster time that stood still before this member last started the clock (-1: never).",
-          s.last_start_stall_ms);
-  m.Gauge("epoch_cluster_clock_max_start_stall_ms",
-          "Largest such stall seen by this member (-1: never).", s.max_start_stall_ms);
+          s.last_start_stall_ms < 0 ? -1.0 : seconds(s.last_start_stall_ms));
+  m.Gauge("epoch_cluster_clock_max_start_stall_seconds",
+          "Largest such stall seen by this member (-1: never).",
+          s.max_start_stall_ms < 0 ? -1.0 : seconds(s.max_start_stall_ms));
   m.Counter("epoch_cluster_clock_starts_total", "Times this member started the clock.",
             s.clock_starts);
   m.Counter("epoch_cluster_clock_ticks_total", "ClockTick entries committed.", s.clock_ticks);

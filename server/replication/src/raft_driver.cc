@@ -321,8 +321,10 @@ void RaftDriver::ApplyCommitted(std::span<const raft::Entry> entries) {
       std::partition_point(entries.begin(), entries.end(),
                            [applied](const raft::Entry& e) { return e.index <= applied; });
   const std::span<const raft::Entry> fresh = entries.subspan(first_fresh - entries.begin());
+  const auto apply_start = std::chrono::steady_clock::now();
   std::vector<ApplyOutcome> outcomes =
       fresh.empty() ? std::vector<ApplyOutcome>{} : state_machine_.Apply(fresh);
+  if (std::chrono::steady_clock::now() - apply_start > kSlowApply) ++counters_.slow_applies;
   for (std::size_t i = 0; i < fresh.size(); ++i) {
     auto it = pending_proposals_.find(fresh[i].index);
     if (it == pending_proposals_.end()) continue;
@@ -425,6 +427,8 @@ void RaftDriver::PublishStatus() {
   status_.read_index_requests = counters_.read_index_requests;
   status_.proposals_committed = counters_.proposals_committed;
   status_.proposals_failed = counters_.proposals_failed;
+  status_.proposals_pending = pending_proposals_.size() + proposal_batch_.size();
+  status_.slow_applies = counters_.slow_applies;
 }
 
 void RaftDriver::PublishLease() {
@@ -489,9 +493,9 @@ void RaftDriver::RenderMetrics(MetricsText& m) const {
   m.Gauge("epoch_raft_commit_index", "Commit index.", s.commit.value());
   m.Gauge("epoch_raft_applied_index", "Applied index.", s.applied.value());
   m.Gauge("epoch_raft_last_index", "Last log index.", s.last_index.value());
-  m.Gauge("epoch_raft_election_timeout_base_ms",
+  m.Gauge("epoch_raft_election_timeout_base_seconds",
           "Adaptive election timeout base T (raised by slow disks, high RTT, split votes).",
-          s.election_timeout_base_ticks * options_.tick.count());
+          static_cast<double>(s.election_timeout_base_ticks * options_.tick.count()) / 1000.0);
   m.Counter("epoch_raft_leader_changes_total", "Leader changes seen.", s.leader_changes);
   m.Counter("epoch_proposals_committed_total", "Proposals committed.", s.proposals_committed);
   m.Counter("epoch_proposals_failed_total", "Proposals failed.", s.proposals_failed);

@@ -49,8 +49,11 @@ void KeyIndex::Publish() {
     }
     auto it = keys_.find(s.key);
     if (it == keys_.end()) it = keys_.emplace(std::move(s.key), History()).first;
+    const bool was_live = !it->second.empty() && it->second.back().put;
     it->second.push_back(s.entry);
     ++entries_;
+    if (s.entry.put && !was_live) ++live_keys_;
+    if (!s.entry.put && was_live) --live_keys_;
   }
   lock.unlock();
   staged_.clear();
@@ -59,11 +62,16 @@ void KeyIndex::Publish() {
 
 void KeyIndex::Replace(Map keys, Revision compact_revision) {
   std::size_t entries = 0;
-  for (const auto& [key, h] : keys) entries += h.size();
+  std::size_t live_keys = 0;
+  for (const auto& [key, h] : keys) {
+    entries += h.size();
+    if (!h.empty() && h.back().put) ++live_keys;
+  }
   std::unique_lock lock(mu_);
   keys_ = std::move(keys);
   compact_revision_ = compact_revision;
   entries_ = entries;
+  live_keys_ = live_keys;
   lock.unlock();
   DiscardStaged();
 }
@@ -128,7 +136,7 @@ std::vector<RevisionPair> KeyIndex::CompactionPlan(Revision compact_to) const {
 
 KeyIndex::Stats KeyIndex::stats() const {
   std::shared_lock lock(mu_);
-  return Stats{keys_.size(), entries_};
+  return Stats{keys_.size(), entries_, live_keys_};
 }
 
 }  // namespace epoch::server

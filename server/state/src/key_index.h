@@ -63,6 +63,7 @@ class KeyIndex {
   struct Stats {
     std::size_t keys = 0;
     std::size_t entries = 0;
+    std::size_t live_keys = 0;  // keys whose last entry is a put (not deleted)
   };
 
   // --- applier thread ---------------------------------------------------------------------
@@ -110,6 +111,7 @@ class KeyIndex {
   Map keys_;
   Revision compact_revision_{-1};
   std::size_t entries_ = 0;
+  std::size_t live_keys_ = 0;  // keys whose history ends with a put; compaction keeps that entry
   // Applier thread only.
   std::vector<Staged> staged_;
   std::size_t entry_mark_ = 0;

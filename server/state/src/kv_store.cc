@@ -302,7 +302,9 @@ Status KvStore::WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const 
   // meta_ is what the store holds: only this thread writes it (readers copy it under mu_).
   EPOCH_RETURN_IF_ERROR(PutMeta(batch, meta, &meta_));
   std::lock_guard<std::mutex> lock(mu_);
+  const auto start = std::chrono::steady_clock::now();
   EPOCH_RETURN_IF_ERROR(FromRocks(db_->Write(NoWalWrite(), batch->GetWriteBatch()), "apply"));
+  commit_latency_.Observe(std::chrono::steady_clock::now() - start);
   index_->Publish();  // before meta_: a reader at the new revision finds its entries
   meta_ = meta;
   return Status::Ok();

@@ -182,9 +182,17 @@ std::int64_t KvStore::ApproximateSizeBytes() const {
   return static_cast<std::int64_t>(sst + mem);
 }
 
+std::int64_t KvStore::ApproximateLiveBytes() const {
+  std::uint64_t live = 0;
+  std::uint64_t mem = 0;
+  db_->GetAggregatedIntProperty("rocksdb.estimate-live-data-size", &live);
+  db_->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &mem);
+  return static_cast<std::int64_t>(live + mem);
+}
+
 KvStore::IndexSize KvStore::IndexSizeNow() const {
   const KeyIndex::Stats s = index_->stats();
-  return IndexSize{s.keys, s.entries};
+  return IndexSize{s.keys, s.entries, s.live_keys};
 }
 
 void KvStore::RenderMetrics(MetricsText& m) const {

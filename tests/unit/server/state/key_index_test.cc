@@ -39,6 +39,31 @@ TEST_CASE("key index: staged writes are invisible until published", "[server][ke
   CHECK(index.stats().entries == 1);
 }
 
+TEST_CASE("key index: live keys count puts and deletes, not revisions or compaction",
+          "[server][key_index]") {
+  KeyIndex index;
+  REQUIRE(index.Stage("a", {2, 0}, true).ok());
+  REQUIRE(index.Stage("b", {2, 1}, true).ok());
+  REQUIRE(index.Stage("a", {3, 0}, true).ok());  // an update: still one key
+  index.Publish();
+  CHECK(index.stats().live_keys == 2);
+  REQUIRE(index.Stage("a", {4, 0}, false).ok());  // deleted
+  REQUIRE(index.Stage("c", {4, 1}, false).ok());  // a delete of a key never put
+  index.Publish();
+  CHECK(index.stats().live_keys == 1);
+  REQUIRE(index.Stage("a", {5, 0}, true).ok());  // put again
+  index.Publish();
+  CHECK(index.stats().live_keys == 2);
+  index.StageCompaction(Revision(5));
+  index.Publish();
+  CHECK(index.stats().live_keys == 2);
+  KeyIndex::Map replaced;
+  replaced["x"] = {KeyIndex::Entry{6, 0, true}};
+  replaced["y"] = {KeyIndex::Entry{6, 1, true}, KeyIndex::Entry{7, 0, false}};
+  index.Replace(std::move(replaced), Revision(1));
+  CHECK(index.stats().live_keys == 1);
+}
+
 TEST_CASE("key index: a rolled-back entry's writes are dropped, earlier ones kept",
           "[server][key_index]") {
   KeyIndex index;

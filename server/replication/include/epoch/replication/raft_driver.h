@@ -101,10 +101,15 @@ struct DriverStatus {
   std::uint64_t read_index_requests = 0;  // ReadIndex rounds: reads that queue together share one
   std::uint64_t proposals_committed = 0;
   std::uint64_t proposals_failed = 0;
+  std::uint64_t proposals_pending = 0;  // proposed by this member, not yet committed or failed
+  std::uint64_t slow_applies = 0;       // applies of committed entries over kSlowApply
 };
 
 class RaftDriver {
  public:
+  // An apply of committed entries that takes longer is counted as slow (etcd's
+  // warnApplyDuration, etcd_server_slow_apply_total).
+  static constexpr std::chrono::milliseconds kSlowApply{100};
   using ProposeCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
   // OK: the state machine has applied everything a linearizable read must see; serve it now.
   using ReadCallback = std::function<void(const Status&)>;
@@ -212,6 +217,7 @@ class RaftDriver {
     std::uint64_t read_index_requests = 0;
     std::uint64_t proposals_committed = 0;
     std::uint64_t proposals_failed = 0;
+    std::uint64_t slow_applies = 0;
   } counters_;  // copied into status_ by PublishStatus()
 
   // --- The lease, published by the strand for TryLeaseRead() on any thread. ---

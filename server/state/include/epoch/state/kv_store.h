@@ -198,6 +198,9 @@ class KvStore {
 
   // Approximate bytes on disk and in memtables (Maintenance.Status dbSize, the space quota).
   [[nodiscard]] std::int64_t ApproximateSizeBytes() const;
+  // Approximate bytes of live data: what a Defragment would leave (RocksDB's estimate of live
+  // SST data plus the memtables); etcd_mvcc_db_total_size_in_use_in_bytes.
+  [[nodiscard]] std::int64_t ApproximateLiveBytes() const;
   // The active alarms, sorted (Maintenance.Alarm GET, Status errors).
   [[nodiscard]] std::vector<StoreAlarm> Alarms() const;
   // The members' published attributes (never null).
@@ -209,10 +212,14 @@ class KvStore {
   struct IndexSize {
     std::size_t keys = 0;
     std::size_t revisions = 0;
+    std::size_t live_keys = 0;  // keys not deleted (etcd_debugging_mvcc_keys_total)
   };
   [[nodiscard]] IndexSize IndexSizeNow() const;
   // The store's part of /metrics: revision, alarms, the in-memory index.
   void RenderMetrics(MetricsText& m) const;
+  // Latency of each apply batch's RocksDB write (etcd_disk_backend_commit_duration_seconds,
+  // with etcd's buckets). Observed on the applier thread; read from any.
+  [[nodiscard]] const Histogram& commit_latency() const { return commit_latency_; }
 
   // Meta values persisted with every write batch. Applier-owned; readers copy it under mu_.
   struct Meta {
@@ -263,6 +270,8 @@ class KvStore {
   mutable std::atomic<int> prev_value_readers_{0};
   // Txns this replica applied as failed for reading past their entry's txn_read_keys_max.
   std::atomic<std::uint64_t> txn_reads_refused_{0};
+  // etcd's backend commit buckets: ExponentialBuckets(0.001, 2, 14), 1 ms to 8.192 s.
+  Histogram commit_latency_{Histogram::ExponentialBuckets(0.001, 2, 14)};
 };
 
 }  // namespace epoch::server
