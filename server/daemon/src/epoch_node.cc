@@ -34,6 +34,7 @@
 #include "epoch/wal/wal.h"
 #include "executors.h"
 #include "metrics_http.h"
+#include "tls_flags.h"
 
 // EpochNode::Impl is built in phases, each a function that constructs its components with what
 // they need (constructor injection) from the phases before it:
@@ -328,8 +329,9 @@ Status EpochNode::Impl::StartServing() {
   HostPort own = config_.FindMember(config_.self_id())->client;
   if (own.port == 0)
     own = HostPort{config_.listen_client.host, static_cast<std::uint16_t>(client_port_)};
-  publisher_ = std::make_unique<MemberPublisher>(
-      *context_, std::vector<std::string>{"http://" + own.ToString()});
+  const char* scheme = config_.client_tls.Https(0) ? "https://" : "http://";
+  publisher_ = std::make_unique<MemberPublisher>(*context_,
+                                                 std::vector<std::string>{scheme + own.ToString()});
   publisher_->Start();
   if (config_.listen_metrics.port != 0) {
     metrics_ = std::make_unique<MetricsHttp>(executors_.loop(Executors::Loop::kPeer),
@@ -343,14 +345,23 @@ Status EpochNode::Impl::StartServing() {
   return Status::Ok();
 }
 
+// https:// listeners serve TLS only (rpc::MakeServerCredentials), the others plaintext.
 Status EpochNode::Impl::StartClientListeners() {
+  std::shared_ptr<grpc::ServerCredentials> tls;
+  if (config_.client_tls.Any()) {
+    auto made = rpc::MakeServerCredentials(config_.client_tls.server);
+    if (!made.ok()) return made.status();
+    tls = *made;
+  }
+  auto credentials = [&](std::size_t listener) {
+    return config_.client_tls.Https(listener) ? tls : grpc::InsecureServerCredentials();
+  };
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.listen_client.ToString(), grpc::InsecureServerCredentials(),
-                           &client_port_);
+  builder.AddListeningPort(config_.listen_client.ToString(), credentials(0), &client_port_);
   std::vector<int> extra_ports(config_.listen_client_extra.size());
   for (std::size_t i = 0; i < extra_ports.size(); ++i) {
-    builder.AddListeningPort(config_.listen_client_extra[i].ToString(),
-                             grpc::InsecureServerCredentials(), &extra_ports[i]);
+    builder.AddListeningPort(config_.listen_client_extra[i].ToString(), credentials(i + 1),
+                             &extra_ports[i]);
   }
   // etcdctl pings every 2 s (keepalive-time) even without calls; gRPC's default policy would
   // answer GOAWAY "too_many_pings" (docs/etcd-compatibility.md, transport defaults).
@@ -479,6 +490,7 @@ EpochNode::EpochNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EpochNode::~EpochNode() { Shutdown(); }
 
 Result<std::unique_ptr<EpochNode>> EpochNode::Start(NodeConfig config) {
+  EPOCH_RETURN_IF_ERROR(PrepareClientTls(config));
   auto impl = std::make_unique<Impl>(std::move(config));
   Status s = impl->Open();
   if (!s.ok()) {

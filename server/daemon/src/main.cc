@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   epoch::Status valid = epoch::server::FinishNodeFlags(flags, config);
+  if (valid.ok()) valid = epoch::server::ApplyTlsPolicy(flags.tls);
   if (!valid.ok()) {
     std::cerr << "epochd: " << valid.message() << "\n";
     return 2;

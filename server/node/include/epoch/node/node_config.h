@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "epoch/raft/config.h"
+#include "epoch/rpc/tls.h"
 #include "epoch/snapshot/snapshot_options.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/status.h"
@@ -43,6 +44,23 @@ struct MemberInfo {
   std::string name;
   HostPort peer;
   HostPort client;
+};
+
+// TLS on the client port (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth,
+// --auto-tls; docs/etcd-compatibility.md).
+struct ClientTlsConfig {
+  rpc::ServerTlsOptions server;
+  // --auto-tls: without --cert-file/--key-file, https listeners use a self-signed certificate
+  // kept under <data-dir>/fixtures/client.
+  bool auto_tls = false;
+  // Per --listen-client-urls entry, in order (listen_client, then listen_client_extra): whether
+  // it is https://. Missing entries are plaintext.
+  std::vector<bool> https;
+
+  [[nodiscard]] bool Https(std::size_t listener) const {
+    return listener < https.size() && https[listener];
+  }
+  [[nodiscard]] bool Any() const;
 };
 
 struct NodeConfig {
@@ -80,6 +98,7 @@ struct NodeConfig {
   // (server/rpc/include/epoch/rpc/async_rpc.h). One polls, reads, answers and finishes a call
   // without a thread hop.
   int grpc_threads = 1;
+  ClientTlsConfig client_tls;
   // The quota in force: quota_backend_bytes resolved (0 when there is none).
   [[nodiscard]] std::int64_t SpaceQuotaBytes() const;
 
