@@ -315,6 +315,42 @@ TEST_CASE("--cipher-suites limits the TLS 1.2 suites served", "[integration][tls
   CHECK(EtcdctlOk(*cluster, {"put", "k", "v"}) == "OK\n");
 }
 
+TEST_CASE("epoch_bench runs its load over mutual TLS", "[integration][tls]") {
+  test_support::TempDir dir("epoch-tls");
+  Pki pki(dir.path());
+  ClusterPtr cluster = StartTlsCluster(1, pki.ClusterTls(/*client_cert_auth=*/true));
+  auto bench = [&](const std::vector<std::string>& tls) {
+    std::vector<std::string> argv = {EPOCH_BENCH_PATH,
+                                     "--endpoints",
+                                     cluster->Endpoints(),
+                                     "--workload",
+                                     "put",
+                                     "--clients",
+                                     "2",
+                                     "--conns",
+                                     "1",
+                                     "--keys",
+                                     "8",
+                                     "--duration",
+                                     "0.5",
+                                     "--warmup",
+                                     "0",
+                                     "--rpc-timeout",
+                                     "2",
+                                     "--json"};
+    argv.insert(argv.end(), tls.begin(), tls.end());
+    return test::RunCommand(argv, {}, seconds(60));
+  };
+  CommandResult ok =
+      bench({"--cacert", pki.ca.ca_file(), "--cert", pki.client.cert, "--key", pki.client.key});
+  INFO(ok.Describe());
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("\"errors\":0,") != std::string::npos);
+  CHECK(ok.out.find("\"ops\":0,") == std::string::npos);
+  // Without its certificate the bench cannot connect.
+  CHECK(bench({"--cacert", pki.ca.ca_file()}).exit_code != 0);
+}
+
 TEST_CASE("client TLS startup errors name the flag", "[integration][tls]") {
   test_support::TempDir dir("epoch-tls");
   Pki pki(dir.path());
