@@ -9,6 +9,7 @@
 #   deploy/local-cluster.sh kill N   SIGKILL node N (its recorded PID)
 #   deploy/local-cluster.sh start-node N   start node N again (data dir kept), wait until healthy
 #   deploy/local-cluster.sh endpoints      print the client endpoints (host:port,...)
+#   deploy/local-cluster.sh --tls certs    only make the TLS certificates (below)
 #
 #   --tls before the command (deploy/local-cluster.sh --tls start): client TLS with mutual
 #   authentication. A CA, the members' certificate and a client certificate are made with the
@@ -209,5 +210,6 @@ case "${1:-}" in
   kill) cmd_kill "${2:-}" ;;
   start-node) cmd_start_node "${2:-}" ;;
   endpoints) endpoints ;;
-  *) echo "usage: $0 [--tls] start|stop|status|demo|leader|kill N|start-node N|endpoints" >&2; exit 2 ;;
+  certs) make_certs; echo "$certs" ;;
+  *) echo "usage: $0 [--tls] start|stop|status|demo|leader|kill N|start-node N|endpoints|certs" >&2; exit 2 ;;
 esac

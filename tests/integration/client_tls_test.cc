@@ -135,7 +135,7 @@ void RequireUnharmed(TestCluster& cluster, int leader_before) {
 
 }  // namespace
 
-TEST_CASE("etcdctl over client TLS: put, get, watch, lease through a follower, lock",
+TEST_CASE("etcdctl over client TLS does put get watch lease through a follower and lock",
           "[integration][tls]") {
   test_support::TempDir dir("epoch-tls");
   Pki pki(dir.path());
@@ -274,7 +274,7 @@ TEST_CASE("a replaced certificate is served to new connections without a restart
   REQUIRE(cluster->CheckAlive().ok());
 }
 
-TEST_CASE("--auto-tls serves a self-signed certificate; clients skip verification",
+TEST_CASE("auto TLS serves a self-signed certificate, and clients skip verification",
           "[integration][tls]") {
   test::ClusterTls tls;  // no files: --auto-tls
   ClusterPtr cluster = StartTlsCluster(3, tls);
@@ -302,7 +302,7 @@ TEST_CASE("--auto-tls serves a self-signed certificate; clients skip verificatio
   CHECK(RawEtcdctl(*cluster, {"get", "auto"}).exit_code != 0);
 }
 
-TEST_CASE("--cipher-suites limits the TLS 1.2 suites served", "[integration][tls]") {
+TEST_CASE("the cipher suites flag limits the TLS 1.2 suites served", "[integration][tls]") {
   test_support::TempDir dir("epoch-tls");
   Pki pki(dir.path());
   ClusterPtr cluster =
