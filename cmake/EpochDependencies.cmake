@@ -11,6 +11,9 @@ find_package(CLI11 CONFIG REQUIRED)
 find_package(Catch2 2 CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(PostgreSQL REQUIRED)
+find_package(yaml-cpp CONFIG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)  # epochd's sd_notify
 find_program(EPOCH_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 
 # Standalone Asio is header-only.

@@ -9,9 +9,13 @@ PACKAGES=(
   # libraries
   libasio-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   librocksdb-dev libfmt-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libpq-dev libssl-dev
-  libtcmalloc-minimal4
+  libyaml-cpp-dev
+  libtcmalloc-minimal4 libsystemd-dev
   # tools the tests and benchmarks use
-  etcd-client etcd-server postgresql python3
+  etcd-client etcd-server postgresql python3 python3-yaml
+  # packaging tests (cpack's dpkg-shlibdeps, systemd-analyze); scripts/container-test.sh
+  # needs debootstrap buildah podman runc besides
+  dpkg-dev systemd
 )
 
 missing=()

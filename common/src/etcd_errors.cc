@@ -69,6 +69,7 @@ constexpr std::array kAll = {
     e::kProposalDropped,
     e::kLeaderUnreachable,
     e::kOutcomeUnknown,
+    e::kTxnReadTooLarge,
 };
 
 // The table is indexed by id: an entry out of order is a compile error, not a wrong lookup.

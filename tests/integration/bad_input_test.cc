@@ -34,6 +34,55 @@ void CheckError(const grpc::Status& s, grpc::StatusCode code, const std::string&
   CHECK(s.error_message() == message);
 }
 
+TEST_CASE("a write txn that reads past --max-txn-read-keys fails whole; the leader stays",
+          "[integration][bad_input]") {
+  auto cluster = StartCluster(3, {"--tick-ms", "10", "--heartbeat-ticks", "5",
+                                  "--election-timeout-ticks", "15", "--max-txn-read-keys", "5000"});
+  // 10,240 keys, 128 per txn.
+  for (int batch = 0; batch < 80; ++batch) {
+    etcdserverpb::TxnRequest load;
+    for (int k = 0; k < 128; ++k) {
+      auto* put = load.add_success()->mutable_request_put();
+      put->set_key(fmt::format("bulk/{:05}", batch * 128 + k));
+      put->set_value("v");
+    }
+    REQUIRE(Txn(*cluster, 0, load).ok());
+  }
+  Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  const std::int64_t revision = CurrentRevision(*cluster);
+
+  // 127 full-range reads (1.3 million key visits on the Raft thread, unbounded) and a put.
+  etcdserverpb::TxnRequest abusive;
+  for (int i = 0; i < 127; ++i) {
+    auto* range = abusive.add_success()->mutable_request_range();
+    range->set_key("bulk/");
+    range->set_range_end(PrefixEnd("bulk/"));
+  }
+  auto* put = abusive.add_success()->mutable_request_put();
+  put->set_key("abused");
+  put->set_value("x");
+  for (int node = 0; node < 3; ++node) {
+    CheckError(Txn(*cluster, node, abusive), grpc::StatusCode::INVALID_ARGUMENT,
+               std::string(epoch::etcd_errors::kTxnReadTooLarge.message));
+  }
+  CHECK(CurrentRevision(*cluster) == revision);
+  CHECK(MustRange(*cluster, 0, "abused").kvs_size() == 0);
+  CHECK(cluster->Metric(*leader, "epoch_txn_read_limit_refused_total").value_or(0) == 3);
+
+  // Within the bound the same shape of txn applies.
+  etcdserverpb::TxnRequest fine;
+  auto* small = fine.add_success()->mutable_request_range();
+  small->set_key("bulk/00");  // 1,000 keys
+  small->set_range_end("bulk/01");
+  *fine.add_success()->mutable_request_put() = *put;
+  CHECK(Txn(*cluster, 1, fine).ok());
+  Result<int> after = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(after.ok());
+  CHECK(*after == *leader);
+  RequireServing(*cluster, 2, "after-abuse");
+}
+
 TEST_CASE("oversized requests get 'request is too large' and write nothing",
           "[integration][bad_input]") {
   auto cluster = StartCluster();

@@ -1,7 +1,8 @@
 // A cluster started the way an etcd deployment script starts etcd — etcd's flags only, http://
 // URLs, two client listeners, no --initial-cluster-clients — works with etcdctl: members learn
 // each other's client URLs from their publications (member list shows them), and a lease grant
-// sent to a follower reaches the leader through the URL the leader published.
+// sent to a follower reaches the leader through the URL the leader published. The same settings
+// in etcd's YAML config file start the same cluster.
 #include <fmt/format.h>
 
 #include <thread>
@@ -70,6 +71,25 @@ TEST_CASE("etcd's flags alone start a cluster; members publish their client URLs
   CHECK(EtcdctlOk(*cluster, {"lease", "grant", "30"}, {}, cluster->node(other).client_address())
             .find("granted") != std::string::npos);
   CHECK(WaitForPublishedMembers(*cluster) == members);
+}
+
+TEST_CASE("an etcd YAML config file alone starts a cluster", "[integration][etcdctl][flags]") {
+  test::ClusterOptions options;
+  options.epochd_path = EPOCHD_PATH;
+  options.etcd_flags = true;
+  options.yaml_config = true;
+  auto started = TestCluster::Start(options);
+  INFO(started.status().ToString());
+  REQUIRE(started.ok());
+  ClusterPtr cluster(started->release());
+
+  const std::string members = WaitForPublishedMembers(*cluster);
+  INFO(members);
+  for (int i = 0; i < cluster->size(); ++i) {
+    CHECK(members.find(MemberListLine(*cluster, i)) != std::string::npos);
+  }
+  EtcdctlOk(*cluster, {"put", "from-yaml", "v"});
+  CHECK(EtcdctlOk(*cluster, {"get", "from-yaml", "--print-value-only"}) == "v\n");
 }
 
 }  // namespace

@@ -92,6 +92,7 @@ enum class ErrorId : std::uint16_t {
   kProposalDropped,    // the Raft core refused a proposal (no leader yet, transfer in progress)
   kLeaderUnreachable,  // the leader's endpoint is not connected: the request was NOT sent
   kOutcomeUnknown,     // client: a write reached a server and may or may not have been applied
+  kTxnReadTooLarge,    // a write txn's reads visit more keys than its entry allows
 };
 
 struct EtcdError {
@@ -209,6 +210,9 @@ inline constexpr EtcdError kLeaderUnreachable{ErrorId::kLeaderUnreachable, GrpcC
                                               "epoch: leader unreachable, request not sent"};
 inline constexpr EtcdError kOutcomeUnknown{ErrorId::kOutcomeUnknown, GrpcCode::kUnknown,
                                            "outcome unknown"};
+inline constexpr EtcdError kTxnReadTooLarge{
+    ErrorId::kTxnReadTooLarge, GrpcCode::kInvalidArgument,
+    "epoch: a transaction with writes may read at most --max-txn-read-keys keys"};
 }  // namespace etcd_errors
 
 // Every error above, in ErrorId order (index = ErrorId - 1), for lookups and tests.

@@ -122,6 +122,7 @@ rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::Txn
   }
   v1::InternalRequest internal;
   *internal.mutable_txn() = *request;
+  internal.set_txn_read_keys_max(node_.config().limits.max_txn_read_keys);
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.txn(); });
 }

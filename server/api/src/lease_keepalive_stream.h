@@ -4,7 +4,10 @@
 // come back (clients match them by lease ID, as etcd's clientv3 does). A keep-alive that could not
 // be decided (no leader, leader changed) gets no answer: clients send the next one on their own
 // schedule (clientv3: every 500 ms until answered), which is how a stream rides out a failover.
-// The stream ends with OK once the client half-closed and every answer is written.
+// The stream ends with OK once the client half-closed and every answer is written. A client that
+// sends keep-alives without reading the answers is cut off: past `queue_max` unwritten answers
+// the stream stops reading and ends with RESOURCE_EXHAUSTED once the write in flight completes
+// (LeaseManager counts it), so its memory stays bounded.
 //
 // Threading: gRPC calls the reactions on its threads; answers arrive on the driver's strand or a
 // gRPC client thread. All state is guarded by one mutex that lives in a block shared with the
@@ -28,9 +31,11 @@ template <typename Request, typename Response>
 class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
  public:
   // `id_of` reads the lease ID from a request; `to_response` builds the answer.
-  KeepAliveStream(LeaseManager& leases, std::function<std::int64_t(const Request&)> id_of,
+  KeepAliveStream(LeaseManager& leases, std::size_t queue_max,
+                  std::function<std::int64_t(const Request&)> id_of,
                   std::function<Response(const KeepAliveOutcome&)> to_response)
       : leases_(leases),
+        queue_max_(queue_max),
         id_of_(std::move(id_of)),
         to_response_(std::move(to_response)),
         shared_(std::make_shared<Shared>()) {
@@ -49,6 +54,11 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
     const LeaseId id(id_of_(request_));
     {
       std::lock_guard lock(shared->mu);
+      if (cut_) {
+        reads_done_ = true;  // no further reads: the client's sends wait in flow control
+        MaybeFinishLocked();
+        return;
+      }
       ++outstanding_;
     }
     leases_.KeepAlive(id, /*forwarded=*/false, [shared](const KeepAliveOutcome& out) {
@@ -87,9 +97,15 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
 
   void OnOutcomeLocked(const KeepAliveOutcome& out) {
     --outstanding_;
-    if (out.status.ok() && !write_failed_ && !finishing_) {
-      queue_.push_back(to_response_(out));
-      MaybeWriteLocked();
+    if (out.status.ok() && !write_failed_ && !finishing_ && !cut_) {
+      if (queue_.size() >= queue_max_) {
+        cut_ = true;
+        queue_.clear();
+        leases_.NoteKeepAliveStreamCut();
+      } else {
+        queue_.push_back(to_response_(out));
+        MaybeWriteLocked();
+      }
     }
     MaybeFinishLocked();
   }
@@ -104,6 +120,13 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
 
   void MaybeFinishLocked() {
     if (finishing_ || writing_) return;
+    if (cut_ && reads_done_) {
+      finishing_ = true;
+      this->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                "epoch: keep-alive answers not read (more than "
+                                "--keepalive-queue-max queued)"));
+      return;
+    }
     const bool drained = reads_done_ && outstanding_ == 0 && queue_.empty();
     if (!drained && !write_failed_) return;
     // After a failed write the client is gone; its pending reads complete with ok = false.
@@ -113,6 +136,7 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
   }
 
   LeaseManager& leases_;
+  const std::size_t queue_max_;
   const std::function<std::int64_t(const Request&)> id_of_;
   const std::function<Response(const KeepAliveOutcome&)> to_response_;
   std::shared_ptr<Shared> shared_;
@@ -123,6 +147,7 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
   bool writing_ = false;
   bool write_failed_ = false;
   bool finishing_ = false;
+  bool cut_ = false;     // queue_max_ passed: no more reads, ends with RESOURCE_EXHAUSTED
   int outstanding_ = 0;  // keep-alives handed to the manager and not answered yet
   std::deque<Response> queue_;
   Response current_;  // the write in progress

@@ -99,7 +99,8 @@ rpc::UnaryReactor* EtcdLeaseService::LeaseRevoke(rpc::CallContext* ctx,
 rpc::BidiReactor<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>*
 EtcdLeaseService::LeaseKeepAlive(rpc::CallContext*) {
   return new KeepAliveStream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>(
-      leases_, [](const pb::LeaseKeepAliveRequest& r) { return r.id(); },
+      leases_, node_.config().keepalive_queue_max,
+      [](const pb::LeaseKeepAliveRequest& r) { return r.id(); },
       [this](const KeepAliveOutcome& out) {
         pb::LeaseKeepAliveResponse resp;
         *resp.mutable_header() = out.header;
@@ -175,7 +176,8 @@ rpc::UnaryReactor* V1LeaseService::Grant(rpc::CallContext* ctx,
 rpc::BidiReactor<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>* V1LeaseService::KeepAlive(
     rpc::CallContext*) {
   return new KeepAliveStream<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>(
-      leases_, [](const v1::LeaseKeepAliveRequest& r) { return r.id(); },
+      leases_, node_.config().keepalive_queue_max,
+      [](const v1::LeaseKeepAliveRequest& r) { return r.id(); },
       [this](const KeepAliveOutcome& out) {
         v1::LeaseKeepAliveResponse resp;
         *resp.mutable_header() = out.header;

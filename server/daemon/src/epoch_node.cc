@@ -502,6 +502,10 @@ Result<std::unique_ptr<EpochNode>> EpochNode::Start(NodeConfig config) {
 
 void EpochNode::Wait() { impl_->Wait(); }
 void EpochNode::Shutdown() { impl_->Shutdown(); }
+bool EpochNode::JoinedAndApplied() const {
+  const DriverStatus s = impl_->driver_->status();
+  return impl_->publisher_->Published() && s.leader != raft::kNoNode && s.applied >= s.commit;
+}
 std::uint16_t EpochNode::client_port() const {
   return static_cast<std::uint16_t>(impl_->client_port_);
 }

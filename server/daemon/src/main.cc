@@ -9,9 +9,13 @@
 #include <iostream>
 #include <thread>
 
+#include "config_sources.h"
 #include "epoch/daemon/epoch_node.h"
 #include "epoch/daemon/snapshot_restore.h"
 #include "node_flags.h"
+#include "systemd_notify.h"
+
+extern char** environ;
 
 namespace {
 
@@ -44,13 +48,22 @@ int main(int argc, char** argv) {
   epoch::server::NodeFlags flags;
   NodeConfig config;
   epoch::server::AddNodeFlags(app, flags, config);
+  app.set_version_flag("--version", "epochd " EPOCH_VERSION);
+  auto resolved = epoch::server::ResolveArgs(app, std::vector<std::string>(argv + 1, argv + argc),
+                                             epoch::server::EnvironmentFrom(environ));
+  if (!resolved.ok()) {
+    std::cerr << "epochd: " << resolved.status().message() << "\n";
+    return 2;
+  }
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(resolved->args.rbegin(), resolved->args.rend());
+    app.parse(reversed);  // CLI11 takes a vector in reverse order
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  for (const std::string& warning : resolved->warnings) spdlog::warn("{}", warning);
   epoch::Status valid = epoch::server::FinishNodeFlags(flags, config);
   if (valid.ok()) valid = epoch::server::ApplyTlsPolicy(flags.tls);
   if (!valid.ok()) {
@@ -71,13 +84,17 @@ int main(int argc, char** argv) {
     std::cerr << "epochd: " << node.status().ToString() << "\n";
     return 1;
   }
+  // Under systemd (Type=notify): READY=1 once the member has joined and applied its log.
+  epoch::server::SystemdNotifier systemd([&node] { return (*node)->JoinedAndApplied(); });
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("node={} received signal {}, shutting down", config.name, sig);
+    systemd.Stopping();
     (*node)->Shutdown();
   });
   (*node)->Wait();
+  systemd.Stopping();
   (*node)->Shutdown();
   // Wake the signal waiter if we stopped for another reason.
   pthread_kill(waiter.native_handle(), SIGTERM);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -67,9 +68,9 @@ Status CheckClusterState(const std::string& state, const std::string& data_dir) 
 }  // namespace
 
 void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
-  app.set_config("--config-file", "",
-                 "Read flags from this file: one 'name = value' per line (TOML), names without "
-                 "the leading --; flags on the command line win");
+  app.add_option("--config-file", f.config_file,
+                 "etcd's YAML configuration file; when given, other flags and EPOCH_*/ETCD_* "
+                 "variables are ignored, as in etcd (docs/etcd-compatibility.md)");
   app.add_option("--name", c.name, "This member's name (must appear in --initial-cluster)")
       ->required();
   app.add_option("--data-dir", c.data_dir, "Directory for the WAL and the state machine")
@@ -119,9 +120,18 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--max-txn-ops", c.limits.max_txn_ops,
                  "Most operations in one level of a txn (etcd's flag)")
       ->check(CLI::Range(std::size_t{1}, kMaxTxnOpsCap));
+  app.add_option("--max-txn-read-keys", c.limits.max_txn_read_keys,
+                 "Most keys a txn with writes may read, over all its Range ops (they run on the "
+                 "Raft thread); past it the txn fails and writes nothing. Read-only txns are not "
+                 "bounded")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   app.add_option("--quota-backend-bytes", c.quota_backend_bytes,
                  "Store size at which this member raises the NOSPACE alarm and the cluster refuses "
                  "writes that need space (etcd's flag; 0 = 2 GiB, negative = no quota)");
+  app.add_option("--keepalive-queue-max", c.keepalive_queue_max,
+                 "Keep-alive answers queued on one stream for a client that does not read "
+                 "them; past it the stream ends with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   app.add_option("--grpc-threads", c.grpc_threads,
                  "Threads serving client gRPC calls, each polling its own completion queue (1 "
                  "avoids thread hand-offs; more only when one core cannot keep up)")
@@ -180,6 +190,10 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
     EPOCH_RETURN_IF_ERROR(MillisToTicks(f.election_timeout_ms, f.tick_ms, "--election-timeout",
                                         &c.raft.election_timeout_min_ticks));
   }
+  // The adaptive election timeout may back off to 4x the floor, so that etcd's usual settings
+  // (--heartbeat-interval 100 --election-timeout 1000: 100 ticks) keep room to back off.
+  c.raft.max_election_timeout_ticks =
+      std::max(c.raft.max_election_timeout_ticks, 4 * c.raft.election_timeout_min_ticks);
   EPOCH_RETURN_IF_ERROR(ParseInitialCluster(f.initial_cluster, f.initial_cluster_clients, &c));
   EPOCH_RETURN_IF_ERROR(ParsePeerDialOverride(f.peer_dial_override, &c));
   c.raft.id = MemberIdFor(c.cluster_token, c.name);

@@ -1,4 +1,4 @@
-// epochd's command line and config file (CLI11): the flags, and their translation into a
+// epochd's flags (CLI11): the flags, and their translation into a
 // checked NodeConfig. Flags that mean what etcd's mean carry etcd's names, so scripts written
 // for etcd work unchanged (server/README.md "epochd flags" lists them, and the etcd flags not
 // supported yet). Epoch's own settings have their own names.
@@ -32,9 +32,10 @@ struct NodeFlags {
   std::string restore_snapshot;
   std::string peer_dial_override;
   TlsFlags tls;
+  std::string config_file;  // read by ResolveArgs (config_sources.h) before parsing
 };
 
-// Registers every flag (and --config-file) on `app`, bound to `f` and `c`.
+// Registers every flag on `app`, bound to `f` and `c`.
 void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c);
 // After parsing: fills the rest of `c` from `f` and validates all of it. The message names the
 // flag to fix.

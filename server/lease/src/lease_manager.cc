@@ -98,6 +98,9 @@ void LeaseManager::RenderMetrics(MetricsText& m) const {
             s.clock_starts);
   m.Counter("epoch_cluster_clock_ticks_total", "ClockTick entries committed.", s.clock_ticks);
   m.Counter("epoch_lease_keepalives_total", "Keep-alives answered by this leader.", s.keepalives);
+  m.Counter("epoch_lease_keepalive_streams_cut_total",
+            "Keep-alive streams ended for not reading their answers (--keepalive-queue-max).",
+            keepalive_streams_cut_.load());
   m.Counter("epoch_lease_renewal_entries_total",
             "Batched renewal (lease_checkpoint) entries committed.", s.renewal_entries);
   m.Counter("epoch_leases_expired_total", "Leases revoked by expiry.", s.expired);

@@ -30,11 +30,13 @@ Status Classify(const Result<T>& r, ApplyResult* out) {
 }
 
 // Runs one KV write (`fn` gets the applier) at the next revision; commits the revision to `meta`
-// only on success.
+// only on success. `read_keys_max`: KvApplier's bound on a Txn's reads.
 template <typename Fn>
-Status ApplyKvWrite(const EntryContext& ctx, KvStore::Meta* meta, ApplyResult* out, Fn fn) {
+Status ApplyKvWrite(const EntryContext& ctx, KvStore::Meta* meta, ApplyResult* out, Fn fn,
+                    std::int64_t read_keys_max = 0) {
   WriteTxn txn(ctx.reader, ctx.batch, ctx.index, meta->revision, ctx.latest, ctx.prev_values);
-  KvApplier applier(ReadContext{ctx.reader, meta->revision, meta->compact_revision}, &txn);
+  KvApplier applier(ReadContext{ctx.reader, meta->revision, meta->compact_revision}, &txn,
+                    read_keys_max);
   auto result = fn(applier);
   EPOCH_RETURN_IF_ERROR(Classify(result, out));
   if (!out->status.ok()) return Status::Ok();
@@ -85,11 +87,14 @@ Status ApplyKvRequest(const EntryContext& ctx, KvStore::Meta* meta, const Intern
     case InternalRequest::kTxn:
       out->status = ValidateTxn(req.txn(), ctx.options->limits);
       if (!out->status.ok()) return Status::Ok();
-      return ApplyKvWrite(ctx, meta, out, [&](KvApplier& a) {
-        Result<pb::TxnResponse> r = a.Txn(req.txn());
-        if (r.ok()) *resp.mutable_txn() = std::move(*r);
-        return r;
-      });
+      return ApplyKvWrite(
+          ctx, meta, out,
+          [&](KvApplier& a) {
+            Result<pb::TxnResponse> r = a.Txn(req.txn());
+            if (r.ok()) *resp.mutable_txn() = std::move(*r);
+            return r;
+          },
+          req.txn_read_keys_max());
     case InternalRequest::kCompaction: return ApplyCompaction(ctx, meta, req.compaction(), out);
     default: break;
   }

@@ -154,8 +154,10 @@ Status KvApplier::ExecuteOp(const pb::RequestOp& op, const std::vector<bool>& pa
                             std::size_t* pos, pb::ResponseOp* out) {
   switch (op.request_case()) {
     case pb::RequestOp::kRequestRange: {
-      Result<pb::RangeResponse> r = ExecuteRange(Now(), op.request_range());
+      Result<pb::RangeResponse> r = ExecuteRange(Now(), op.request_range(), read_keys_left_);
       if (!r.ok()) return r.status();
+      // A Range within the bound visited count() keys (count_only and limits scan them all).
+      if (read_keys_left_ != kNoKeyBound) read_keys_left_ -= r->count();
       *out->mutable_response_range() = std::move(*r);
       return Status::Ok();
     }

@@ -26,8 +26,11 @@ namespace epoch::server {
 
 class KvApplier {
  public:
-  // `txn` null: read-only execution at ctx.current (Txn with no writes only).
-  KvApplier(ReadContext ctx, WriteTxn* txn) : ctx_(ctx), txn_(txn) {}
+  // `txn` null: read-only execution at ctx.current (Txn with no writes only). `read_keys_max` > 0
+  // bounds the keys a Txn's Range ops visit, all of them together (InternalRequest's
+  // txn_read_keys_max): past it the Txn fails with kTxnReadTooLarge.
+  KvApplier(ReadContext ctx, WriteTxn* txn, std::int64_t read_keys_max = 0)
+      : ctx_(ctx), txn_(txn), read_keys_left_(read_keys_max > 0 ? read_keys_max : -1) {}
 
   Result<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& r);
   Result<etcdserverpb::DeleteRangeResponse> DeleteRange(const etcdserverpb::DeleteRangeRequest& r);
@@ -43,6 +46,7 @@ class KvApplier {
 
   ReadContext ctx_;
   WriteTxn* txn_;
+  std::int64_t read_keys_left_;  // -1: no bound (ReadRangeAt's kNoKeyBound)
 };
 
 // Lease existence, as the Put checks need it.

@@ -344,6 +344,7 @@ Result<std::vector<ApplyResult>> KvStore::ApplyBatchOrFail(std::span<const Apply
     meta.cluster_time_ms = std::max(meta.cluster_time_ms, in.request->cluster_time_ms());
     Result<ApplyResult> r = ApplyEntry(ctx, &meta, *in.request);
     if (!r.ok()) return r.status().Annotate("apply index " + std::to_string(in.index.value()));
+    if (r->status.Is(ErrorId::kTxnReadTooLarge)) txn_reads_refused_.fetch_add(1);
     meta.applied = in.index;
     results.push_back(std::move(*r));
   }

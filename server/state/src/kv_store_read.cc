@@ -196,6 +196,9 @@ void KvStore::RenderMetrics(MetricsText& m) const {
           index.keys);
   m.Gauge("epoch_kv_index_revisions", "Revisions in the in-memory per-key history.",
           index.revisions);
+  m.Counter("epoch_txn_read_limit_refused_total",
+            "Txns with writes applied as failed: their reads passed --max-txn-read-keys.",
+            txn_reads_refused_.load());
 }
 
 }  // namespace epoch::server

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch/etcd_errors.h"
 #include "key_index.h"
 
 namespace epoch::server {
@@ -26,16 +27,20 @@ Result<mvccpb::KeyValue> ReadPutRecord(const StoreReader& reader, RevisionPair r
 // only names the records (under its lock); they are read afterwards, through the reader's
 // snapshot, which holds every record at or below its revision.
 Status ReadHistoricalRange(const StoreReader& reader, const KeyRange& range, Revision rev,
-                           std::int64_t limit, bool count_only, RawRange* out) {
+                           std::int64_t limit, bool count_only, std::int64_t max_keys,
+                           RawRange* out) {
   std::vector<RevisionPair> wanted;
   EPOCH_RETURN_IF_ERROR(
       reader.index().LiveAt(range, rev, [&](const std::string&, RevisionPair pair) {
         ++out->count;
+        if (max_keys != kNoKeyBound && out->count > max_keys) return false;
         if (!count_only && (limit <= 0 || static_cast<std::int64_t>(wanted.size()) < limit)) {
           wanted.push_back(pair);
         }
         return true;
       }));
+  if (max_keys != kNoKeyBound && out->count > max_keys)
+    return etcd_errors::kTxnReadTooLarge.ToStatus();
   out->kvs.reserve(wanted.size());
   for (const RevisionPair& pair : wanted) {
     Result<mvccpb::KeyValue> kv = ReadPutRecord(reader, pair);
@@ -46,10 +51,12 @@ Status ReadHistoricalRange(const StoreReader& reader, const KeyRange& range, Rev
 }
 
 Status ReadLatestRange(const StoreReader& reader, const KeyRange& range, std::int64_t limit,
-                       bool count_only, RawRange* out) {
+                       bool count_only, std::int64_t max_keys, RawRange* out) {
   BoundedIterator it = reader.NewIterator(LatestBounds(range));
   for (it.SeekToFirst(); it.Valid(); it.Next()) {
     ++out->count;
+    if (max_keys != kNoKeyBound && out->count > max_keys)
+      return etcd_errors::kTxnReadTooLarge.ToStatus();
     if (count_only) continue;
     if (limit > 0 && static_cast<std::int64_t>(out->kvs.size()) >= limit) continue;
     EPOCH_RETURN_IF_ERROR(ParseKeyValue(it.value(), &out->kvs.emplace_back()));
@@ -74,13 +81,15 @@ Status ParseStoredEvent(std::string_view bytes, v1::StoredEvent* ev) {
 }
 
 Result<RawRange> ReadRangeAt(const StoreReader& reader, const KeyRange& range, Revision rev,
-                             bool at_current, std::int64_t limit, bool count_only) {
+                             bool at_current, std::int64_t limit, bool count_only,
+                             std::int64_t max_keys) {
   RawRange out;
   if (range.kind == KeyRange::Kind::kRange && range.end <= range.key) return out;  // empty
   if (at_current) {
-    EPOCH_RETURN_IF_ERROR(ReadLatestRange(reader, range, limit, count_only, &out));
+    EPOCH_RETURN_IF_ERROR(ReadLatestRange(reader, range, limit, count_only, max_keys, &out));
   } else {
-    EPOCH_RETURN_IF_ERROR(ReadHistoricalRange(reader, range, rev, limit, count_only, &out));
+    EPOCH_RETURN_IF_ERROR(
+        ReadHistoricalRange(reader, range, rev, limit, count_only, max_keys, &out));
   }
   return out;
 }

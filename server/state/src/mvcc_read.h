@@ -30,9 +30,13 @@ struct RawRange {
 // revision and the latest table is read; otherwise the reader's KeyIndex names the revision
 // records to read. At most `limit` kvs are returned (0: no limit); with `count_only` none are.
 // The caller checks compaction against its own meta; a compaction published since (the index's
-// compact revision above `rev`) fails with etcd's "compacted".
+// compact revision above `rev`) fails with etcd's "compacted". With `max_keys` >= 0 (not
+// kNoKeyBound), a range of more live keys fails with kTxnReadTooLarge as soon as the scan passes
+// that many.
+inline constexpr std::int64_t kNoKeyBound = -1;
 Result<RawRange> ReadRangeAt(const StoreReader& reader, const KeyRange& range, Revision rev,
-                             bool at_current, std::int64_t limit, bool count_only);
+                             bool at_current, std::int64_t limit, bool count_only,
+                             std::int64_t max_keys = kNoKeyBound);
 
 // The current value of `key`, if it exists.
 Result<std::optional<mvccpb::KeyValue>> ReadLatest(const StoreReader& reader, std::string_view key);

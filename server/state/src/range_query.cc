@@ -80,7 +80,8 @@ void FilterSortLimit(const pb::RangeRequest& r, std::vector<KeyValue>* kvs, bool
   }
 }
 
-Result<pb::RangeResponse> ExecuteRange(const ReadContext& ctx, const pb::RangeRequest& r) {
+Result<pb::RangeResponse> ExecuteRange(const ReadContext& ctx, const pb::RangeRequest& r,
+                                       std::int64_t max_keys) {
   Result<Revision> rev = ResolveReadRevision(r.revision(), ctx.current, ctx.compact);
   if (!rev.ok()) return rev.status();
 
@@ -89,7 +90,7 @@ Result<pb::RangeResponse> ExecuteRange(const ReadContext& ctx, const pb::RangeRe
   if (!NeedsFullScan(r) && r.limit() > 0) fetch_limit = r.limit() + 1;
 
   Result<RawRange> raw = ReadRangeAt(*ctx.reader, MakeKeyRange(r.key(), r.range_end()), *rev,
-                                     *rev == ctx.current, fetch_limit, r.count_only());
+                                     *rev == ctx.current, fetch_limit, r.count_only(), max_keys);
   if (!raw.ok()) return raw.status();
 
   pb::RangeResponse resp;

@@ -29,9 +29,11 @@ struct ReadContext {
 // etcd's revision checks for a read at `requested` (<= 0: current). Returns the revision to read.
 Result<Revision> ResolveReadRevision(std::int64_t requested, Revision current, Revision compact);
 
-// Executes a (validated) RangeRequest.
+// Executes a (validated) RangeRequest. `max_keys` bounds the keys it may visit (ReadRangeAt): a
+// write txn's reads at apply time.
 Result<etcdserverpb::RangeResponse> ExecuteRange(const ReadContext& ctx,
-                                                 const etcdserverpb::RangeRequest& request);
+                                                 const etcdserverpb::RangeRequest& request,
+                                                 std::int64_t max_keys = -1);
 
 // The filter, sort and limit steps alone, on keys in key order. Sets *more when keys were cut.
 void FilterSortLimit(const etcdserverpb::RangeRequest& request, std::vector<mvccpb::KeyValue>* kvs,

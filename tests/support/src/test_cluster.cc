@@ -238,7 +238,25 @@ std::vector<std::string> TestCluster::ArgsFor(int i) const {
     std::vector<std::string> more = options_.node_flags(i, infos);
     args.insert(args.end(), more.begin(), more.end());
   }
-  return args;
+  return options_.yaml_config ? AsYamlConfig(i, args) : args;
+}
+
+std::vector<std::string> TestCluster::AsYamlConfig(int i,
+                                                   const std::vector<std::string>& args) const {
+  auto quoted = [](const std::string& v) {
+    std::string out = "\"";
+    for (char c : v) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return out + "\"";
+  };
+  std::ostringstream yaml;
+  for (std::size_t a = 1; a < args.size(); ++a) {
+    const std::string key = args[a].substr(2);
+    const bool has_value = a + 1 < args.size() && args[a + 1].rfind("--", 0) != 0;
+    yaml << key << ": " << (has_value ? quoted(args[++a]) : "true") << "\n";
+  }
+  const std::string path = node(i).data_dir + ".yml";
+  std::ofstream(path) << yaml.str();
+  return {args.front(), "--config-file", path};
 }
 
 Status TestCluster::StartNode(int i) {

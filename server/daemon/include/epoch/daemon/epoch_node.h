@@ -28,6 +28,11 @@ class EpochNode {
   // Stops serving and closes storage. Idempotent.
   void Shutdown();
 
+  // Whether this member has joined the cluster and applied its log: its client URLs are
+  // committed and applied (etcd's "published"), it knows a leader, and it has applied every entry
+  // it knows to be committed. What epochd's systemd READY=1 waits for.
+  [[nodiscard]] bool JoinedAndApplied() const;
+
   [[nodiscard]] std::uint16_t client_port() const;
   [[nodiscard]] std::uint16_t peer_port() const;
   [[nodiscard]] std::uint16_t metrics_port() const;

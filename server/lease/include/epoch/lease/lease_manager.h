@@ -99,6 +99,8 @@ class LeaseManager {
   // The best local estimate of the cluster time now (ClusterClock::Estimate).
   [[nodiscard]] std::int64_t EstimateNowMs() const;
   [[nodiscard]] LeaseStats Stats() const;
+  // A keep-alive stream was ended for not reading its answers (--keepalive-queue-max).
+  void NoteKeepAliveStreamCut() { keepalive_streams_cut_.fetch_add(1); }
   // Prometheus text for /metrics: the counters of LeaseStats, the cluster clock and the bounds.
   void RenderMetrics(MetricsText& m) const;
   // The services count the grants and revokes they answer (not those forwarded to them, which the
@@ -155,6 +157,7 @@ class LeaseManager {
   std::mt19937_64 id_rng_;
 
   // Published for other threads.
+  std::atomic<std::uint64_t> keepalive_streams_cut_{0};
   mutable std::mutex mu_;
   ClusterClock published_clock_;  // guarded by mu_: a copy of clock_ after each tick
   LeaseStats stats_;              // guarded by mu_ (cluster_time_ms filled by Stats())

@@ -99,6 +99,9 @@ struct NodeConfig {
   // without a thread hop.
   int grpc_threads = 1;
   ClientTlsConfig client_tls;
+  // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
+  // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
+  std::size_t keepalive_queue_max = 1024;
   // The quota in force: quota_backend_bytes resolved (0 when there is none).
   [[nodiscard]] std::int64_t SpaceQuotaBytes() const;
 

@@ -261,6 +261,8 @@ class KvStore {
   // Every key's revisions since the compact revision (src/key_index.h).
   std::unique_ptr<KeyIndex> index_;
   mutable std::atomic<int> prev_value_readers_{0};
+  // Txns this replica applied as failed for reading past their entry's txn_read_keys_max.
+  std::atomic<std::uint64_t> txn_reads_refused_{0};
 };
 
 }  // namespace epoch::server

@@ -23,6 +23,10 @@ struct KvLimits {
   std::size_t max_txn_ops = 128;
   // etcd --max-request-bytes: the encoded request (the Raft log command) may not exceed this.
   std::size_t max_request_bytes = 1536 * 1024;
+  // Epoch's --max-txn-read-keys: the keys a txn with writes may read at apply time, on the Raft
+  // thread (stamped into its entry as InternalRequest.txn_read_keys_max). Read-only txns are
+  // served off the Raft thread and are not bounded.
+  std::int64_t max_txn_read_keys = 10'000;
 };
 
 Status ValidateRange(const etcdserverpb::RangeRequest& r);

@@ -64,6 +64,9 @@ struct ClusterOptions {
   // --advertise-client-urls, --initial-advertise-peer-urls, --initial-cluster-state new, client
   // listeners on 127.0.0.1 and 127.0.0.2 — and no --initial-cluster-clients.
   bool etcd_flags = false;
+  // Give each member its settings in an etcd YAML config file (<data_dir>.yml, keys = flag names)
+  // and start it with --config-file alone.
+  bool yaml_config = false;
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
   // More flags for node `index`, asked each time it starts (e.g. the chaos suite's
   // --peer-dial-override, which differs per node). `nodes` describes every node.
@@ -178,6 +181,9 @@ class TestCluster {
   // https:// client URLs and the TLS flags (ClusterOptions::tls).
   void TlsStyle(std::vector<std::string>* args) const;
   [[nodiscard]] std::shared_ptr<grpc::ChannelCredentials> ClientCredentials() const;
+  // The flags of `args` (program first) written to <data_dir>.yml; returns the program and
+  // --config-file (ClusterOptions::yaml_config).
+  std::vector<std::string> AsYamlConfig(int i, const std::vector<std::string>& args) const;
   // The leader every live node agrees on right now, if any.
   [[nodiscard]] std::optional<int> AgreedLeader(std::optional<int> not_index);
 
