@@ -9,6 +9,14 @@
 #   deploy/local-cluster.sh kill N   SIGKILL node N (its recorded PID)
 #   deploy/local-cluster.sh start-node N   start node N again (data dir kept), wait until healthy
 #   deploy/local-cluster.sh endpoints      print the client endpoints (host:port,...)
+#   deploy/local-cluster.sh --tls certs    only make the TLS certificates (below)
+#
+#   --tls before the command (deploy/local-cluster.sh --tls start): client TLS with mutual
+#   authentication. A CA, the members' certificate and a client certificate are made with the
+#   openssl CLI in $EPOCH_CLUSTER_DIR/certs; the members serve https:// with --cert-file,
+#   --key-file, --trusted-ca-file and --client-cert-auth. The cluster directory remembers TLS, so
+#   later commands (status, stop, ...) need no --tls. Connect with
+#   etcdctl --cacert=DIR/certs/ca.pem --cert=DIR/certs/client.pem --key=DIR/certs/client.key
 #
 # The jobs demo (the README's first command) is deploy/jobs-demo.sh; it drives this script.
 #
@@ -16,12 +24,51 @@
 # with EPOCH_BASE_PORT. Logs: $EPOCH_CLUSTER_DIR/nI.log.
 set -euo pipefail
 
+tls=0
+if [ "${1:-}" = "--tls" ]; then tls=1; shift; fi
+
 root=$(cd "$(dirname "$0")/.." && pwd)
 epochd=${EPOCHD:-$root/build/release/server/epochd}
 dir=${EPOCH_CLUSTER_DIR:-/tmp/epoch-local}
 nodes=${EPOCH_NODES:-3}
 base=${EPOCH_BASE_PORT:-2379}
 export ETCDCTL_API=3
+certs=$dir/certs
+[ -f "$dir/tls" ] && tls=1
+scheme() { if ((tls)); then echo https; else echo http; fi; }
+
+# etcdctl with the client certificate when the cluster serves TLS.
+ctl() {
+  if ((tls)); then
+    etcdctl --cacert="$certs/ca.pem" --cert="$certs/client.pem" --key="$certs/client.key" "$@"
+  else
+    etcdctl "$@"
+  fi
+}
+
+# The CA (EC P-256, valid 1 year), a certificate for the members (127.0.0.1, localhost; server
+# and client use: members call each other's client ports) and one for clients (CN root).
+make_certs() {
+  [ -f "$certs/client.pem" ] && return
+  mkdir -p "$certs"
+  chmod 700 "$certs"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 \
+    -keyout "$certs/ca.key" -out "$certs/ca.pem" -subj "/CN=epoch-local-ca" 2>/dev/null
+  printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+    "extendedKeyUsage=serverAuth,clientAuth" "basicConstraints=CA:FALSE" \
+    "keyUsage=critical,digitalSignature,keyEncipherment" >"$certs/leaf.ext"
+  local name serial=1
+  for name in member client; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout "$certs/$name.key" -out "$certs/$name.csr" \
+      -subj "/CN=$([ "$name" = client ] && echo root || echo epoch-member)" 2>/dev/null
+    openssl x509 -req -in "$certs/$name.csr" -CA "$certs/ca.pem" -CAkey "$certs/ca.key" \
+      -set_serial $((serial++)) -days 365 -extfile "$certs/leaf.ext" -out "$certs/$name.pem" \
+      2>/dev/null
+    rm -f "$certs/$name.csr"
+  done
+}
+
 
 client_port() { echo $((base + 10 * $1)); }
 peer_port() { echo $((base + 1 + 10 * $1)); }
@@ -36,13 +83,17 @@ endpoints() {
 # etcd's flags, as an etcd deployment would pass them: members learn each other's client URLs
 # from what each advertises (server/README.md "epochd flags").
 start_node() {
-  local i=$1 peers="" j client peer
+  local i=$1 peers="" j client peer tls_flags=()
+  if ((tls)); then
+    tls_flags=(--cert-file "$certs/member.pem" --key-file "$certs/member.key"
+      --trusted-ca-file "$certs/ca.pem" --client-cert-auth)
+  fi
   for ((j = 0; j < nodes; j++)); do
     peers+="${peers:+,}n$((j + 1))=http://127.0.0.1:$(peer_port $j)"
   done
-  client="http://127.0.0.1:$(client_port "$i")"
+  client="$(scheme)://127.0.0.1:$(client_port "$i")"
   peer="http://127.0.0.1:$(peer_port "$i")"
-  "$epochd" --name "n$((i + 1))" --data-dir "$dir/n$((i + 1))" \
+  "$epochd" --name "n$((i + 1))" --data-dir "$dir/n$((i + 1))" "${tls_flags[@]}" \
     --listen-client-urls "$client" --advertise-client-urls "$client" \
     --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
     --listen-metrics-urls "127.0.0.1:$(metrics_port "$i")" \
@@ -54,7 +105,7 @@ start_node() {
 
 wait_healthy() {
   local deadline=$((SECONDS + 20))
-  until etcdctl --endpoints="$(endpoints)" endpoint health >/dev/null 2>&1; do
+  until ctl --endpoints="$(endpoints)" endpoint health >/dev/null 2>&1; do
     if ((SECONDS > deadline)); then
       echo "cluster did not become healthy within 20 s; logs in $dir" >&2
       return 1
@@ -78,10 +129,17 @@ leader_index() {
 cmd_start() {
   [ -x "$epochd" ] || { echo "no epochd at $epochd: build first (cmake --build --preset release)" >&2; exit 1; }
   mkdir -p "$dir"
+  if ((tls)); then
+    make_certs
+    touch "$dir/tls"
+  fi
   local i
   for ((i = 0; i < nodes; i++)); do start_node "$i"; done
   wait_healthy
   echo "cluster of $nodes started: endpoints $(endpoints); data and logs in $dir"
+  if ((tls)); then
+    echo "client TLS: etcdctl --cacert=$certs/ca.pem --cert=$certs/client.pem --key=$certs/client.key"
+  fi
 }
 
 cmd_stop() {
@@ -93,35 +151,36 @@ cmd_stop() {
   done
 }
 
-cmd_status() { etcdctl --endpoints="$(endpoints)" endpoint status -w table; }
+cmd_status() { ctl --endpoints="$(endpoints)" endpoint status -w table; }
 
 cmd_demo() {
   rm -rf "$dir"
   trap cmd_stop EXIT
+  mkdir -p "$dir"
   cmd_start
-  echo; echo "== members"; etcdctl --endpoints="$(endpoints)" member list -w table
+  echo; echo "== members"; ctl --endpoints="$(endpoints)" member list -w table
   echo; echo "== status"; cmd_status
   echo; echo "== writes through every member (followers forward to the leader)"
   local i
   for ((i = 0; i < nodes; i++)); do
-    etcdctl --endpoints="127.0.0.1:$(client_port "$i")" put "demo/key$i" "written via n$((i + 1))"
+    ctl --endpoints="127.0.0.1:$(client_port "$i")" put "demo/key$i" "written via n$((i + 1))"
   done
   echo; echo "== a linearizable read from each member sees every write"
   for ((i = 0; i < nodes; i++)); do
-    echo "-- n$((i + 1)):"; etcdctl --endpoints="127.0.0.1:$(client_port "$i")" get demo/ --prefix
+    echo "-- n$((i + 1)):"; ctl --endpoints="127.0.0.1:$(client_port "$i")" get demo/ --prefix
   done
   local leader; leader=$(leader_index)
   echo; echo "== SIGKILL the leader n$((leader + 1)); time until a write succeeds again"
   kill -9 "$(cat "$dir/n$((leader + 1)).pid")"
   local other=$(((leader + 1) % nodes)) t0 t1
   t0=$(date +%s%N)
-  until etcdctl --endpoints="127.0.0.1:$(client_port "$other")" --command-timeout=1s put demo/after-failover ok >/dev/null 2>&1; do :; done
+  until ctl --endpoints="127.0.0.1:$(client_port "$other")" --command-timeout=1s put demo/after-failover ok >/dev/null 2>&1; do :; done
   t1=$(date +%s%N)
   echo "write accepted $(((t1 - t0) / 1000000)) ms after the kill (includes etcdctl start-up per try)"
   echo; echo "== restart n$((leader + 1)); it catches up from its WAL and the new leader"
   start_node "$leader"
   wait_healthy
-  etcdctl --endpoints="127.0.0.1:$(client_port "$leader")" get demo/after-failover
+  ctl --endpoints="127.0.0.1:$(client_port "$leader")" get demo/after-failover
   echo; cmd_status
 }
 
@@ -151,5 +210,6 @@ case "${1:-}" in
   kill) cmd_kill "${2:-}" ;;
   start-node) cmd_start_node "${2:-}" ;;
   endpoints) endpoints ;;
-  *) echo "usage: $0 start|stop|status|demo|leader|kill N|start-node N|endpoints" >&2; exit 2 ;;
+  certs) make_certs; echo "$certs" ;;
+  *) echo "usage: $0 [--tls] start|stop|status|demo|leader|kill N|start-node N|endpoints|certs" >&2; exit 2 ;;
 esac

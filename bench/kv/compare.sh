@@ -24,6 +24,10 @@
 #   BENCH_CELLS       subset of cell names to run (default: all, see `cells` below)
 #   BENCH_KEEP_DATA   1 keeps the clusters' data dirs (removed by default; logs are always kept)
 #   BENCH_PORT_OFFSET added to every port above (0), so two runs can share the machine
+#   BENCH_TLS         1: client TLS with mutual authentication on both systems, the same
+#                     certificates (deploy/local-cluster.sh --tls makes them; etcd gets
+#                     --cert-file, --key-file, --trusted-ca-file, --client-cert-auth and https://
+#                     client URLs; the load generator --cacert, --cert, --key)
 #   BENCH_NO_BUILD    1: use $EPOCH_BUILD_DIR/server/epochd and bench/kv/epoch_bench as they are
 #                     (A/B runs of saved binaries)
 #   BENCH_ROUNDS      rounds of the whole matrix (1). Each round starts both clusters afresh, in
@@ -92,10 +96,23 @@ bench=$build/bench/kv/epoch_bench
 off=${BENCH_PORT_OFFSET:-0}
 ep=$((22379 + off)) cp0=$((32379 + off))
 epoch_env=(EPOCHD="$epochd" EPOCH_CLUSTER_DIR="$dir/epoch" EPOCH_BASE_PORT=$ep EPOCH_NODES=3)
+tls=${BENCH_TLS:-0}
+cluster_tls=() client_tls=() etcd_tls=() scheme=http
+if [ "$tls" = 1 ]; then
+  mkdir -p "$dir/epoch"
+  certs=$(env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" --tls certs)
+  touch "$dir/epoch/tls"  # local-cluster.sh starts this cluster with TLS
+  cluster_tls=(--tls)
+  client_tls=(--cacert "$certs/ca.pem" --cert "$certs/client.pem" --key "$certs/client.key")
+  etcd_tls=(--cert-file "$certs/member.pem" --key-file "$certs/member.key"
+    --trusted-ca-file "$certs/ca.pem" --client-cert-auth)
+  scheme=https
+fi
+etcdctl() { command etcdctl "${client_tls[@]}" "$@"; }
 epoch_endpoints=127.0.0.1:$ep,127.0.0.1:$((ep + 10)),127.0.0.1:$((ep + 20))
 etcd_endpoints=127.0.0.1:$cp0,127.0.0.1:$((cp0 + 10)),127.0.0.1:$((cp0 + 20))
 
-start_epoch() { env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" start; }
+start_epoch() { env "${epoch_env[@]}" "$root/deploy/local-cluster.sh" "${cluster_tls[@]}" start; }
 wait_exit() {  # pid...: bounded wait, so the next system does not share the CPU with a dying one
   local pid
   for pid in "$@"; do
@@ -117,8 +134,8 @@ start_etcd() {
   for i in 0 1 2; do peers+="${peers:+,}e$((i + 1))=http://127.0.0.1:$((cp0 + 1 + 10 * i))"; done
   for i in 0 1 2; do
     local cp=$((cp0 + 10 * i)) pp=$((cp0 + 1 + 10 * i))
-    etcd --name "e$((i + 1))" --data-dir "$dir/etcd/e$((i + 1))" \
-      --listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
+    etcd --name "e$((i + 1))" --data-dir "$dir/etcd/e$((i + 1))" "${etcd_tls[@]}" \
+      --listen-client-urls "$scheme://127.0.0.1:$cp" --advertise-client-urls "$scheme://127.0.0.1:$cp" \
       --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
       --initial-cluster "$peers" --initial-cluster-token epoch-bench --initial-cluster-state new \
       >>"$dir/etcd/e$((i + 1)).log" 2>&1 &
@@ -177,7 +194,7 @@ run_matrix() {  # system endpoints pid-files-glob round
     out=$("$bench" --endpoints "$endpoints" --workload "$workload" --clients "$clients" \
       --conns "$cn" --threads "$threads" --target "$tgt" --duration "$duration" --warmup "$warmup" \
       --keys "$keys" --value-size "$value" --key-prefix "bench/$name/" --label "$system/$name" \
-      --server-pids "$pids" --json $extra 2>>"$dir/$system-bench.log") || true
+      --server-pids "$pids" --json "${client_tls[@]}" $extra 2>>"$dir/$system-bench.log") || true
     term_after=$(raft_term "$endpoints")
     if [ -n "$out" ]; then
       echo "$out" | jq -c --arg s "$system" --arg c "$name" --argjson t0 "$term_before" \
@@ -220,6 +237,7 @@ echo
 echo "Epoch vs etcd $(etcd --version | head -1 | awk '{print $3}'), 3 nodes each on 127.0.0.1, $(nproc) cores," \
   "${duration}s per cell after ${warmup}s warm-up, $keys keys, ${value}B values, client threads $threads."
 echo "Multi-client cells send to: $target endpoints ($conns connections); put-1 sends to the leader."
+if [ "$tls" = 1 ]; then echo "Client TLS with client certificates on both systems (EC P-256, the same files)."; fi
 jq -rs "$jq_common"'
   def r($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 100 | round / 100 | tostring) else "-" end;
   def n($x): if $x == null then "-" else ($x | tostring) end;

@@ -340,7 +340,8 @@ double ProcessesCpuSeconds(const std::vector<int>& pids) {
   return total;
 }
 
-Connections::Connections(const std::vector<std::string>& endpoints, int count) {
+Connections::Connections(const std::vector<std::string>& endpoints, int count,
+                         const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   for (int i = 0; i < count; ++i) {
     const std::string& target = endpoints[static_cast<std::size_t>(i) % endpoints.size()];
     grpc::ChannelArguments args;
@@ -348,8 +349,7 @@ Connections::Connections(const std::vector<std::string>& endpoints, int count) {
     args.SetInt("epoch.bench.connection", i);  // distinct args: never one shared connection
     args.SetMaxReceiveMessageSize(-1);
     targets_.push_back(target);
-    channels_.push_back(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    channels_.push_back(grpc::CreateCustomChannel(target, credentials, args));
     stubs_.push_back(etcdserverpb::KV::NewStub(channels_.back()));
   }
 }

@@ -11,6 +11,8 @@
 // in-flight RPC has completed or hit its deadline; they start and join their own threads.
 #pragma once
 
+#include <grpcpp/security/credentials.h>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -72,7 +74,9 @@ class Connections {
  public:
   // Opens `count` channels spread round-robin over `endpoints`; each gets its own TCP connection
   // (a local subchannel pool, so gRPC does not share one connection between equal channels).
-  Connections(const std::vector<std::string>& endpoints, int count);
+  // `credentials`: plaintext or TLS (epoch::client::ChannelCredentials).
+  Connections(const std::vector<std::string>& endpoints, int count,
+              const std::shared_ptr<grpc::ChannelCredentials>& credentials);
   // Waits until every channel is connected; false (with the endpoint in *failed) on timeout.
   bool WaitConnected(std::chrono::milliseconds timeout, std::string* failed);
   int size() const { return static_cast<int>(stubs_.size()); }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch/client/tls.h"
 #include "epoch/status.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "load_runner.h"
@@ -37,6 +38,7 @@ struct Flags {
   bool no_prefill = false;
   bool json = false;
   bool mutex_deadlock_detection = false;
+  client::TlsOptions tls;  // etcdctl's --cacert, --cert, --key, --insecure-skip-tls-verify
 };
 
 std::vector<std::string> SplitEndpoints(const std::string& csv) {
@@ -61,11 +63,11 @@ std::chrono::milliseconds Millis(double seconds) {
 
 // The endpoint whose member is the Raft leader, by Maintenance.Status (leader == member_id),
 // which both etcd and Epoch serve.
-Result<std::string> FindLeader(const std::vector<std::string>& endpoints) {
+Result<std::string> FindLeader(const std::vector<std::string>& endpoints,
+                               const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   std::string errors;
   for (const std::string& ep : endpoints) {
-    auto stub = etcdserverpb::Maintenance::NewStub(
-        grpc::CreateChannel(ep, grpc::InsecureChannelCredentials()));
+    auto stub = etcdserverpb::Maintenance::NewStub(grpc::CreateChannel(ep, credentials));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     etcdserverpb::StatusResponse resp;
@@ -111,6 +113,11 @@ void AddFlags(CLI::App& app, Flags& f, LoadOptions& o) {
   app.add_option("--server-pids", o.server_pids,
                  "Comma-separated PIDs of local servers: report their CPU per operation")
       ->delimiter(',');
+  app.add_option("--cacert", f.tls.ca_file, "TLS: verify the servers with this CA bundle");
+  app.add_option("--cert", f.tls.cert_file, "TLS: client certificate");
+  app.add_option("--key", f.tls.key_file, "TLS: client key");
+  app.add_flag("--insecure-skip-tls-verify", f.tls.insecure_skip_verify,
+               "TLS without verifying the servers' certificates");
   app.add_flag("--no-prefill", f.no_prefill, "Do not put every key before the run");
   app.add_flag("--mutex-deadlock-detection", f.mutex_deadlock_detection,
                "Leave Abseil's mutex deadlock detection on (Debian's build has it on; it costs "
@@ -145,8 +152,16 @@ int Main(int argc, char** argv) {
     fmt::print(stderr, "--endpoints is empty\n");
     return 2;
   }
+  // TLS with any TLS flag, or when an endpoint is https://.
+  f.tls.enabled = f.tls.insecure_skip_verify || f.endpoints.find("https://") != std::string::npos;
+  Result<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      client::ChannelCredentials(f.tls, endpoints);
+  if (!credentials.ok()) {
+    fmt::print(stderr, "{}\n", credentials.status().ToString());
+    return 2;
+  }
   if (f.target == "leader") {
-    Result<std::string> leader = FindLeader(endpoints);
+    Result<std::string> leader = FindLeader(endpoints, *credentials);
     if (!leader.ok()) {
       fmt::print(stderr, "{}\n", leader.status().ToString());
       return 2;
@@ -157,7 +172,7 @@ int Main(int argc, char** argv) {
   const RunDescription desc{f.label, f.target, Join(endpoints)};
   std::FILE* human = f.json ? stderr : stdout;
 
-  Connections conns(endpoints, o.connections);
+  Connections conns(endpoints, o.connections, *credentials);
   std::string failed;
   if (!conns.WaitConnected(std::chrono::seconds(10), &failed)) {
     fmt::print(stderr, "could not connect to {} within 10 s\n", failed);

@@ -85,6 +85,8 @@ std::unique_ptr<client::Client> MakeProber(const std::vector<std::string>& endpo
   o.dial_timeout = milliseconds(100);
   o.retry = {milliseconds(5), milliseconds(50), 0};
   o.seed = seed;
+  // Chaos clusters with client TLS serve self-signed --auto-tls certificates (https:// endpoints).
+  o.tls.insecure_skip_verify = true;
   auto c = client::Client::Create(o);
   return c.ok() ? std::move(*c) : nullptr;
 }
@@ -132,7 +134,7 @@ class Round {
 
 void Round::Run() {
   ++t_.rounds;
-  auto cc = ChaosCluster::Start({o_.epochd_path, o_.nodes, o_.raft_flags, seed_});
+  auto cc = ChaosCluster::Start({o_.epochd_path, o_.nodes, o_.raft_flags, seed_, o_.client_tls});
   if (!cc.ok()) return Violation("setup", cc.status().ToString());
   if (!Eventually([&] { return EveryLinkProxied((*cc)->net()); }, milliseconds(10'000),
                   kProcessPoll)) {

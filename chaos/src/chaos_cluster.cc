@@ -21,6 +21,7 @@ Result<std::unique_ptr<ChaosCluster>> ChaosCluster::Start(ChaosClusterOptions op
   topts.nodes = options.nodes;
   if (!options.raft_flags.empty()) topts.extra_flags = options.raft_flags;
   topts.extra_flags.push_back("--enable-failpoints");
+  if (options.client_tls) topts.tls = test::ClusterTls{};  // --auto-tls
   ProxyNet* proxies = cc->net_.get();
   topts.node_flags = [proxies](int self, const std::vector<test::NodeInfo>& infos) {
     std::string dial;
@@ -35,12 +36,16 @@ Result<std::unique_ptr<ChaosCluster>> ChaosCluster::Start(ChaosClusterOptions op
   auto cluster = test::TestCluster::Start(std::move(topts));
   if (!cluster.ok()) return cluster.status();
   cc->cluster_ = std::move(*cluster);
+  cc->client_tls_ = options.client_tls;
   return cc;
 }
 
 std::vector<std::string> ChaosCluster::ClientEndpoints() const {
   std::vector<std::string> out;
-  for (int i = 0; i < cluster_->size(); ++i) out.push_back(cluster_->node(i).client_address());
+  const std::string scheme = client_tls_ ? "https://" : "";
+  for (int i = 0; i < cluster_->size(); ++i) {
+    out.push_back(scheme + cluster_->node(i).client_address());
+  }
   return out;
 }
 

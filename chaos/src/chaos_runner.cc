@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
                  "epochd timing flags, space separated (default: TestCluster's fast timing)");
   app.add_option("--check-budget-ms", budget_ms, "Linearizability search limit per round")
       ->check(CLI::Range(100L, 3'600'000L));
+  app.add_flag("--client-tls", o.client_tls,
+               "Serve the client ports over TLS (--auto-tls certificates); clients speak TLS");
   app.add_flag("!--no-require-every-kind", o.require_every_kind,
                "Do not fail a short run that missed a fault kind");
   try {

@@ -123,6 +123,8 @@ int RunLockWorker(int argc, char** argv) {
   copts.call_timeout = std::chrono::milliseconds(1500);
   copts.dial_timeout = std::chrono::milliseconds(200);
   copts.seed = static_cast<std::uint64_t>(args->id) * 7919;
+  // Chaos clusters with client TLS serve self-signed --auto-tls certificates (https:// endpoints).
+  copts.tls.insecure_skip_verify = true;
   auto c = client::Client::Create(copts);
   if (!c.ok()) return 4;
   Counters n;

@@ -61,6 +61,8 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
   copts.dial_timeout = std::chrono::milliseconds(200);
   copts.retry = {std::chrono::milliseconds(10), std::chrono::milliseconds(200), 6};
   copts.seed = options_.seed * 31 + static_cast<std::uint64_t>(index);
+  // Chaos clusters with client TLS serve self-signed --auto-tls certificates (https:// endpoints).
+  copts.tls.insecure_skip_verify = true;
   auto created = client::Client::Create(copts);
   if (!created.ok()) {
     fmt::print(stderr, "register client {}: {}\n", index, created.status().ToString());

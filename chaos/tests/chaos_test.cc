@@ -129,7 +129,7 @@ TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
 }
 
 TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint obeys", "[chaos]") {
-  auto cc = epoch::chaos::ChaosCluster::Start({EPOCH_EPOCHD_PATH, 3, {}, 7});
+  auto cc = epoch::chaos::ChaosCluster::Start({EPOCH_EPOCHD_PATH, 3, {}, 7, false});
   REQUIRE(cc.ok());
   epoch::test::TestCluster& tc = (*cc)->nodes();
   auto leader = tc.WaitForLeader(std::chrono::seconds(10));

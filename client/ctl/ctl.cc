@@ -122,6 +122,11 @@ Result<std::unique_ptr<client::Client>> Ctl::ClientFor(std::vector<std::string> 
   options.endpoints = std::move(endpoints);
   options.call_timeout = command_timeout_;
   options.dial_timeout = dial_timeout_;
+  options.tls.enabled = !flags.insecure_transport;
+  options.tls.ca_file = flags.cacert;
+  options.tls.cert_file = flags.cert;
+  options.tls.key_file = flags.key;
+  options.tls.insecure_skip_verify = flags.insecure_skip_tls_verify;
   return client::Client::Create(std::move(options));
 }
 

@@ -25,6 +25,13 @@ struct GlobalFlags {
   std::string dial_timeout = "2s";
   std::string command_timeout = "5s";
   std::string write_out = "simple";
+  // etcdctl's TLS flags: --cacert, --cert, --key, --insecure-skip-tls-verify and
+  // --insecure-transport (true: plaintext unless a file is given or an endpoint is https://).
+  std::string cacert;
+  std::string cert;
+  std::string key;
+  bool insecure_skip_tls_verify = false;
+  bool insecure_transport = true;
 };
 
 class Ctl {

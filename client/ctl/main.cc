@@ -53,6 +53,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-w,--write-out", ctl.flags.write_out, "Output format: simple, json, table")
       ->capture_default_str();
+  app.add_option("--cacert", ctl.flags.cacert,
+                 "Verify certificates of TLS-enabled secure servers using this CA bundle");
+  app.add_option("--cert", ctl.flags.cert,
+                 "Identify secure client using this TLS certificate file");
+  app.add_option("--key", ctl.flags.key, "Identify secure client using this TLS key file");
+  app.add_flag("--insecure-skip-tls-verify", ctl.flags.insecure_skip_tls_verify,
+               "Skip server certificate verification (CAUTION: for testing only)");
+  app.add_flag("--insecure-transport{true}", ctl.flags.insecure_transport,
+               "Disable transport security for client connections (default true; "
+               "--insecure-transport=false for TLS with the system's roots)")
+      ->capture_default_str();
 
   epoch::ctl::RegisterKvCommands(app, ctl);
   epoch::ctl::RegisterTxnCommand(app, ctl);

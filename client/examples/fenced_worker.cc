@@ -55,6 +55,7 @@ struct Flags {
   int max_runtime_s = 120;
   std::uint64_t seed = 1;
   bool init_db = false;
+  epoch::client::TlsOptions tls;  // etcdctl's --cacert, --cert, --key, --insecure-skip-tls-verify
 };
 
 void Log(const std::string& line) {
@@ -182,7 +183,11 @@ int Run(const Flags& flags) {
     Log(fmt::format("event=init_db worker={} detail={}", flags.worker, tables.ToString()));
     return tables.ok() ? 0 : 1;
   }
-  auto client = Client::Create(ClientOptions{Split(flags.endpoints, ',')});
+  ClientOptions client_options;
+  client_options.endpoints = Split(flags.endpoints, ',');
+  client_options.tls = flags.tls;
+  client_options.tls.enabled = flags.tls.insecure_skip_verify;
+  auto client = Client::Create(std::move(client_options));
   if (!client.ok()) {
     Log(fmt::format("event=exit worker={} detail={}", flags.worker, client.status().ToString()));
     return 2;
@@ -255,6 +260,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-runtime-s", flags.max_runtime_s, "give up after this long")
       ->check(CLI::Range(1, 3600));
   app.add_option("--seed", flags.seed, "seeds the job order and the backoff jitter");
+  app.add_option("--cacert", flags.tls.ca_file, "TLS: verify the cluster with this CA bundle");
+  app.add_option("--cert", flags.tls.cert_file, "TLS: client certificate");
+  app.add_option("--key", flags.tls.key_file, "TLS: client key");
+  app.add_flag("--insecure-skip-tls-verify", flags.tls.insecure_skip_verify,
+               "TLS without verifying the cluster's certificates");
   app.add_flag("--init-db", flags.init_db, "create the job_states and job_effects tables, exit");
   try {
     app.parse(argc, argv);

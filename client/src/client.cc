@@ -271,6 +271,9 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   if (options.retry.base.count() <= 0 || options.retry.cap < options.retry.base) {
     return Status::InvalidArgument("retry backoff needs 0 < base <= cap");
   }
+  Result<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentials(options.tls, options.endpoints);
+  if (!credentials.ok()) return credentials.status();
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   const ClientOptions& opts = impl->options;
@@ -286,8 +289,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
     Endpoint endpoint;
     endpoint.target = StripScheme(name);
-    endpoint.channel =
-        grpc::CreateCustomChannel(endpoint.target, grpc::InsecureChannelCredentials(), args);
+    endpoint.channel = grpc::CreateCustomChannel(endpoint.target, *credentials, args);
     endpoint.kv = etcdserverpb::KV::NewStub(endpoint.channel);
     endpoint.lease = etcdserverpb::Lease::NewStub(endpoint.channel);
     endpoint.watch = etcdserverpb::Watch::NewStub(endpoint.channel);

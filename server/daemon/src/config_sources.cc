@@ -70,7 +70,6 @@ const std::vector<EtcdOnlyKey>& EtcdOnlyKeys() {
       {"initial-election-tick-advance", {}, true, "epochd waits one election timeout"},
       {"auth-token", {"", "simple"}, false, "authentication is not supported by this epochd"},
       {"bcrypt-cost", {}, false, "used only with authentication"},
-      {"cipher-suites", {""}, false, "TLS is not supported by this epochd"},
       {"unsafe-no-fsync", {"false"}, false, "epochd always syncs its WAL"},
   };
   return keys;

@@ -44,6 +44,7 @@
 #include "metrics_http.h"
 #include "peer_metrics.h"
 #include "process_metrics.h"
+#include "tls_flags.h"
 
 // EpochNode::Impl is built in phases, each a function that constructs its components with what
 // they need (constructor injection) from the phases before it:
@@ -410,8 +411,9 @@ Status EpochNode::Impl::StartServing() {
   HostPort own = config_.FindMember(config_.self_id())->client;
   if (own.port == 0)
     own = HostPort{config_.listen_client.host, static_cast<std::uint16_t>(client_port_)};
-  publisher_ = std::make_unique<MemberPublisher>(
-      *context_, std::vector<std::string>{"http://" + own.ToString()});
+  const char* scheme = config_.client_tls.Https(0) ? "https://" : "http://";
+  publisher_ = std::make_unique<MemberPublisher>(*context_,
+                                                 std::vector<std::string>{scheme + own.ToString()});
   publisher_->Start();
   if (config_.listen_metrics.port != 0) {
     metrics_ = std::make_unique<MetricsHttp>(
@@ -426,9 +428,26 @@ Status EpochNode::Impl::StartServing() {
   return Status::Ok();
 }
 
+// https:// listeners serve TLS only (rpc::MakeServerCredentials), the others plaintext.
 Status EpochNode::Impl::StartClientListeners() {
-  // The client ports are ClientPortMux's: gRPC gets the connections that speak HTTP/2.
+  std::shared_ptr<grpc::ServerCredentials> tls;
+  if (config_.client_tls.Any()) {
+    auto made = rpc::MakeServerCredentials(config_.client_tls.server);
+    if (!made.ok()) return made.status();
+    tls = *made;
+  }
+  // https:// client ports are gRPC's own TLS listeners; plaintext ones are ClientPortMux's, which
+  // hands gRPC the connections that speak HTTP/2 and serves /metrics and the probes on the rest.
+  std::vector<HostPort> listeners{config_.listen_client};
+  listeners.insert(listeners.end(), config_.listen_client_extra.begin(),
+                   config_.listen_client_extra.end());
+  std::vector<int> tls_ports(listeners.size(), 0);
   grpc::ServerBuilder builder;
+  for (std::size_t i = 0; i < listeners.size(); ++i) {
+    if (config_.client_tls.Https(i)) {
+      builder.AddListeningPort(listeners[i].ToString(), tls, &tls_ports[i]);
+    }
+  }
   // etcdctl pings every 2 s (keepalive-time) even without calls; gRPC's default policy would
   // answer GOAWAY "too_many_pings" (docs/etcd-compatibility.md, transport defaults).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
@@ -457,12 +476,17 @@ Status EpochNode::Impl::StartClientListeners() {
   client_http_ = std::make_unique<MetricsHttp>(
       loop, [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); });
   client_mux_ = std::make_unique<ClientPortMux>(loop, *grpc_server_, *client_http_);
-  Result<std::uint16_t> port =
-      client_mux_->Listen(config_.listen_client.host, config_.listen_client.port);
-  if (!port.ok()) return port.status();
-  client_port_ = *port;
-  for (const HostPort& extra : config_.listen_client_extra) {
-    EPOCH_RETURN_IF_ERROR(client_mux_->Listen(extra.host, extra.port).status());
+  for (std::size_t i = 0; i < listeners.size(); ++i) {
+    int port = tls_ports[i];
+    if (!config_.client_tls.Https(i)) {
+      Result<std::uint16_t> bound = client_mux_->Listen(listeners[i].host, listeners[i].port);
+      if (!bound.ok()) return bound.status();
+      port = *bound;
+    }
+    if (port == 0) {
+      return Status::IOError(fmt::format("cannot serve clients on {}", listeners[i].ToString()));
+    }
+    if (i == 0) client_port_ = port;
   }
   return Status::Ok();
 }
@@ -575,6 +599,7 @@ EpochNode::EpochNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EpochNode::~EpochNode() { Shutdown(); }
 
 Result<std::unique_ptr<EpochNode>> EpochNode::Start(NodeConfig config) {
+  EPOCH_RETURN_IF_ERROR(PrepareClientTls(config));
   auto impl = std::make_unique<Impl>(std::move(config));
   Status s = impl->Open();
   if (!s.ok()) {

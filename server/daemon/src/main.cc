@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   for (const std::string& warning : resolved->warnings) spdlog::warn("{}", warning);
   epoch::Status valid = epoch::server::FinishNodeFlags(flags, config);
+  if (valid.ok()) valid = epoch::server::ApplyTlsPolicy(flags.tls);
   if (!valid.ok()) {
     std::cerr << "epochd: " << valid.message() << "\n";
     return 2;

@@ -175,6 +175,7 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
       ->check(CLI::Range(std::int64_t{100}, std::int64_t{3'600'000}));
   app.add_flag("--enable-failpoints", c.enable_failpoints,
                "Serve /failpoint/... on the metrics listener (chaos tests; server/README.md)");
+  AddTlsFlags(app, f.tls, c.client_tls);
   app.add_option("--restore-snapshot", f.restore_snapshot,
                  "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
                  "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");
@@ -188,6 +189,12 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
   c.listen_client = clients->front();
   c.listen_client_extra.assign(clients->begin() + 1, clients->end());
   c.listen_peer = *peer;
+  EPOCH_RETURN_IF_ERROR(FinishTlsFlags(f.tls, f.listen_client, c.client_tls));
+  if (f.listen_metrics.starts_with("https://")) {
+    return Status::InvalidArgument(fmt::format(
+        "--listen-metrics-urls {}: https:// is not supported; /metrics is served over http",
+        f.listen_metrics));
+  }
   if (!f.listen_metrics.empty()) {
     auto metrics = ParseHostPort(f.listen_metrics);
     if (!metrics.ok()) return metrics.status().Annotate("--listen-metrics-urls");

@@ -11,6 +11,7 @@
 
 #include "epoch/node/node_config.h"
 #include "epoch/status.h"
+#include "tls_flags.h"
 
 namespace epoch::server {
 
@@ -30,6 +31,7 @@ struct NodeFlags {
   int election_timeout_ms = 0;    // etcd's --election-timeout; 0 = --election-timeout-ticks
   std::string restore_snapshot;
   std::string peer_dial_override;
+  TlsFlags tls;
   std::string config_file;  // read by ResolveArgs (config_sources.h) before parsing
 };
 

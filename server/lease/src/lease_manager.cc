@@ -40,7 +40,8 @@ LeaseManager::LeaseManager(NodeContext& node, LeaseOptions options)
       options_(std::move(options)),
       timing_(TimingFor(node.config(), options_)),
       forwarder_(std::make_unique<LeaseForwarder>(
-          node.client_queue(), [&node](NodeId id) { return node.ClientAddressOf(id); })),
+          node.client_queue(), [&node](NodeId id) { return node.ClientUrlOf(id); },
+          node.member_credentials())),
       batcher_(options_.keepalive_window, options_.keepalive_batch_max),
       id_rng_(SeedFor(node.config().self_id())) {}
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -39,6 +40,10 @@ Result<std::map<std::string, HostPort>> ParseNamedList(std::string_view text, co
 }
 
 }  // namespace
+
+bool ClientTlsConfig::Any() const {
+  return std::find(https.begin(), https.end(), true) != https.end();
+}
 
 std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }
 

@@ -7,6 +7,7 @@
 #include "epoch/peer/leader_forwarder.h"
 #include "epoch/peer/peer_forwarder.h"
 #include "epoch/rpc/async_rpc.h"
+#include "epoch/rpc/tls.h"
 #include "epoch/state/published_members.h"
 
 namespace epoch::server {
@@ -21,6 +22,17 @@ bool SafeToRetry(const Status& s) {
 
 constexpr auto kLeaderPoll = std::chrono::milliseconds(10);
 
+// EpochNode checked the files before building the context; if they vanished since, calls to
+// members' TLS client ports fail (no plaintext fallback).
+std::shared_ptr<grpc::ChannelCredentials> MemberCredentials(const NodeConfig& config) {
+  if (!config.client_tls.Any()) return nullptr;
+  auto credentials = rpc::MakeMemberChannelCredentials(config.client_tls.server);
+  if (credentials.ok()) return *credentials;
+  spdlog::error("node={} no TLS credentials for calls to other members: {}", config.name,
+                credentials.status().ToString());
+  return nullptr;
+}
+
 }  // namespace
 
 NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& store,
@@ -30,8 +42,9 @@ NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& 
       store_(store),
       read_pool_(read_pool),
       client_queue_(std::make_unique<rpc::ClientQueue>()),
+      member_credentials_(MemberCredentials(config)),
       forwarder_(std::make_unique<LeaderForwarder>(
-          *client_queue_, [this](NodeId id) { return ClientAddressOf(id); })),
+          *client_queue_, [this](NodeId id) { return ClientUrlOf(id); }, member_credentials_)),
       peer_forwarder_(peer_forwarder),
       timer_executor_(read_pool.get_executor()),
       space_quota_(std::make_unique<SpaceQuota>(*this, config.SpaceQuotaBytes())) {}
@@ -112,18 +125,20 @@ std::vector<std::string> NodeContext::ClientUrlsOf(const MemberInfo& member) con
     return p->client_urls;
   }
   if (member.client.port == 0) return {};
-  return {"http://" + member.client.ToString()};
+  const char* scheme = config_.client_tls.Https(0) ? "https://" : "http://";
+  return {scheme + member.client.ToString()};
 }
 
-std::string NodeContext::ClientAddressOf(NodeId id) const {
+std::string NodeContext::ClientUrlOf(NodeId id) const {
   // On every forwarded lease call: no copy of the URL list.
   const MemberInfo* member = config_.FindMember(id);
   if (member == nullptr) return "";
   std::shared_ptr<const PublishedMembers> published = store_.Members();
   if (const PublishedMember* p = FindPublished(*published, id.value())) {
-    return DialTarget(p->client_urls.front());
+    return p->client_urls.front();
   }
-  return member->client.port == 0 ? "" : member->client.ToString();
+  if (member->client.port == 0) return "";
+  return (config_.client_tls.Https(0) ? "https://" : "http://") + member->client.ToString();
 }
 
 void NodeContext::FillHeader(etcdserverpb::ResponseHeader* header) const {

@@ -69,6 +69,14 @@ Status FromForwardedStatus(const grpc::Status& s) {
 std::shared_ptr<grpc::Channel> LeaseForwarder::ChannelFor(NodeId leader) {
   const std::string address = address_of_(leader);
   if (address.empty()) return nullptr;
+  constexpr std::string_view kHttps = "https://";
+  constexpr std::string_view kHttp = "http://";
+  const bool tls = address.starts_with(kHttps);
+  if (tls && !tls_) return nullptr;
+  std::string target = address;
+  if (tls) target.erase(0, kHttps.size());
+  if (target.starts_with(kHttp)) target.erase(0, kHttp.size());
+  if (!target.empty() && target.back() == '/') target.pop_back();
   std::lock_guard lock(mu_);
   auto it = channels_.find(leader);
   // A member that published another address (restarted elsewhere) gets a new channel.
@@ -78,7 +86,8 @@ std::shared_ptr<grpc::Channel> LeaseForwarder::ChannelFor(NodeId leader) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto channel =
+      grpc::CreateCustomChannel(target, tls ? tls_ : grpc::InsecureChannelCredentials(), args);
   channels_[leader] = Cached{address, channel};
   return channel;
 }

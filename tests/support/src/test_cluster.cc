@@ -1,6 +1,8 @@
 #include "epoch/test_support/test_cluster.h"
 
 #include <fmt/format.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +30,24 @@ bool KeepRequestedByEnv() {
 }
 
 }  // namespace
+
+std::shared_ptr<grpc::ChannelCredentials> TestCluster::ClientCredentials() const {
+  if (!options_.tls) return grpc::InsecureChannelCredentials();
+  if (options_.tls->ca_file.empty()) {  // --auto-tls: self-signed, not verified
+    grpc::experimental::TlsChannelCredentialsOptions skip;
+    skip.set_verify_server_certs(false);
+    skip.set_certificate_verifier(std::make_shared<grpc::experimental::NoOpCertificateVerifier>());
+    skip.set_check_call_host(false);
+    return grpc::experimental::TlsCredentials(skip);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = test_support::ReadFile(options_.tls->ca_file);
+  if (!options_.tls->client_cert_file.empty()) {
+    ssl.pem_cert_chain = test_support::ReadFile(options_.tls->client_cert_file);
+    ssl.pem_private_key = test_support::ReadFile(options_.tls->client_key_file);
+  }
+  return grpc::SslCredentials(ssl);
+}
 
 std::string NodeInfo::client_address() const { return fmt::format("127.0.0.1:{}", client_port); }
 
@@ -143,6 +163,45 @@ void TestCluster::EtcdStyle(int i, std::vector<std::string>* args) const {
   set("--initial-cluster-state", "new");
 }
 
+void TestCluster::TlsStyle(std::vector<std::string>* args) const {
+  const ClusterTls& tls = *options_.tls;
+  for (std::size_t a = 0; a + 1 < args->size(); ++a) {
+    if ((*args)[a] != "--listen-client-urls") continue;
+    std::string urls;
+    std::stringstream in((*args)[a + 1]);
+    for (std::string url; std::getline(in, url, ',');) {
+      if (url.starts_with("http://")) url.erase(0, 7);
+      urls += (urls.empty() ? "https://" : ",https://") + url;
+    }
+    (*args)[a + 1] = urls;
+  }
+  for (std::size_t a = 0; a + 1 < args->size(); ++a) {
+    if ((*args)[a] == "--advertise-client-urls") {
+      std::string& url = (*args)[a + 1];
+      if (url.starts_with("http://")) url = "https://" + url.substr(7);
+    }
+  }
+  if (tls.cert_file.empty()) {
+    args->push_back("--auto-tls");
+  } else {
+    args->insert(args->end(), {"--cert-file", tls.cert_file, "--key-file", tls.key_file});
+  }
+  if (!tls.ca_file.empty()) args->insert(args->end(), {"--trusted-ca-file", tls.ca_file});
+  if (tls.client_cert_auth) args->push_back("--client-cert-auth");
+}
+
+std::vector<std::string> TestCluster::EtcdctlTlsFlags() const {
+  if (!options_.tls) return {};
+  if (options_.tls->ca_file.empty())
+    return {"--insecure-transport=false", "--insecure-skip-tls-verify"};
+  std::vector<std::string> flags = {"--cacert=" + options_.tls->ca_file};
+  if (!options_.tls->client_cert_file.empty()) {
+    flags.push_back("--cert=" + options_.tls->client_cert_file);
+    flags.push_back("--key=" + options_.tls->client_key_file);
+  }
+  return flags;
+}
+
 std::vector<std::string> TestCluster::ArgsFor(int i) const {
   std::string peers, clients;
   for (int j = 0; j < size(); ++j) {
@@ -171,6 +230,7 @@ std::vector<std::string> TestCluster::ArgsFor(int i) const {
       options_.cluster_token,
   };
   if (options_.etcd_flags) EtcdStyle(i, &args);
+  if (options_.tls) TlsStyle(&args);
   args.insert(args.end(), options_.extra_flags.begin(), options_.extra_flags.end());
   if (options_.node_flags) {
     std::vector<NodeInfo> infos;
@@ -300,8 +360,7 @@ std::shared_ptr<grpc::Channel> TestCluster::Channel(int i) {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(16 << 20);
     args.SetMaxSendMessageSize(16 << 20);
-    channel = grpc::CreateCustomChannel(node(i).client_address(),
-                                        grpc::InsecureChannelCredentials(), args);
+    channel = grpc::CreateCustomChannel(node(i).client_address(), ClientCredentials(), args);
   }
   return channel;
 }
@@ -412,7 +471,9 @@ CommandResult TestCluster::Etcdctl(const std::vector<std::string>& args,
                                    std::string_view stdin_data,
                                    std::optional<std::string> endpoints,
                                    std::chrono::milliseconds timeout) const {
-  return RunEtcdctl(endpoints ? *endpoints : Endpoints(), args, stdin_data, timeout);
+  std::vector<std::string> all = EtcdctlTlsFlags();
+  all.insert(all.end(), args.begin(), args.end());
+  return RunEtcdctl(endpoints ? *endpoints : Endpoints(), all, stdin_data, timeout);
 }
 
 std::string TestCluster::LogTail(int i, std::size_t bytes) const {

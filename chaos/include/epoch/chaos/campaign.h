@@ -35,6 +35,7 @@ struct CampaignOptions {
   std::vector<std::string> only_faults;            // fault names (faults.h); empty = every kind
   std::chrono::milliseconds check_budget{30'000};  // linearizability search limit per round
   bool require_every_kind = true;  // fail unless every fault kind was injected at least once
+  bool client_tls = false;         // https:// client ports (ChaosClusterOptions::client_tls)
 };
 
 // Runs the campaign and prints the report. Returns 0 when no checker found a violation (and, if

@@ -24,6 +24,9 @@ struct ChaosClusterOptions {
   int nodes = 3;
   std::vector<std::string> raft_flags;  // empty: TestCluster's fast defaults
   std::uint64_t seed = 1;
+  // Client TLS: https:// client URLs with --auto-tls certificates; ClientEndpoints() are then
+  // https://, and the chaos clients accept the self-signed certificates.
+  bool client_tls = false;
 };
 
 class ChaosCluster {
@@ -33,6 +36,7 @@ class ChaosCluster {
   [[nodiscard]] test::TestCluster& nodes() { return *cluster_; }
   [[nodiscard]] ProxyNet& net() { return *net_; }
   [[nodiscard]] int size() const { return cluster_->size(); }
+  // Every node's client endpoint ("https://127.0.0.1:P" with client TLS, else "127.0.0.1:P").
   [[nodiscard]] std::vector<std::string> ClientEndpoints() const;
 
   // GET /failpoint/disk?<query> on node i (disk_failpoint.h in server/).
@@ -49,6 +53,7 @@ class ChaosCluster {
   ChaosCluster() = default;
   std::unique_ptr<ProxyNet> net_;  // outlives the nodes
   std::unique_ptr<test::TestCluster> cluster_;
+  bool client_tls_ = false;
 };
 
 }  // namespace epoch::chaos

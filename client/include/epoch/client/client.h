@@ -33,6 +33,7 @@
 
 #include "epoch/client/backoff.h"
 #include "epoch/client/streams.h"
+#include "epoch/client/tls.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -59,6 +60,8 @@ struct ClientOptions {
   // Streams carry `hasleader: true` so a member without a leader ends them (clientv3
   // WithRequireLeader) instead of keeping a silent stream open.
   bool streams_require_leader = true;
+  // TLS towards every endpoint (tls.h): on with an https:// endpoint or any TLS file.
+  TlsOptions tls;
 };
 
 struct CallOptions {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "epoch/raft/config.h"
+#include "epoch/rpc/tls.h"
 #include "epoch/snapshot/snapshot_options.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/status.h"
@@ -43,6 +44,23 @@ struct MemberInfo {
   std::string name;
   HostPort peer;
   HostPort client;
+};
+
+// TLS on the client port (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth,
+// --auto-tls; docs/etcd-compatibility.md).
+struct ClientTlsConfig {
+  rpc::ServerTlsOptions server;
+  // --auto-tls: without --cert-file/--key-file, https listeners use a self-signed certificate
+  // kept under <data-dir>/fixtures/client.
+  bool auto_tls = false;
+  // Per --listen-client-urls entry, in order (listen_client, then listen_client_extra): whether
+  // it is https://. Missing entries are plaintext.
+  std::vector<bool> https;
+
+  [[nodiscard]] bool Https(std::size_t listener) const {
+    return listener < https.size() && https[listener];
+  }
+  [[nodiscard]] bool Any() const;
 };
 
 struct NodeConfig {
@@ -87,6 +105,7 @@ struct NodeConfig {
   // (server/rpc/include/epoch/rpc/async_rpc.h). One polls, reads, answers and finishes a call
   // without a thread hop.
   int grpc_threads = 1;
+  ClientTlsConfig client_tls;
   // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
   // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
   std::size_t keepalive_queue_max = 1024;

@@ -60,10 +60,16 @@ class NodeContext {
   void FillHeader(etcdserverpb::ResponseHeader* header) const;
 
   // A member's client URLs: what it published (epoch/state/published_members.h), else its
-  // --initial-cluster-clients entry as "http://host:port", else none (not published yet).
+  // --initial-cluster-clients entry as "http://host:port" ("https://" when this member's first
+  // client listener is TLS), else none (not published yet).
   [[nodiscard]] std::vector<std::string> ClientUrlsOf(const MemberInfo& member) const;
-  // "host:port" to dial member `id`'s client endpoint (its first client URL), "" if unknown.
-  [[nodiscard]] std::string ClientAddressOf(NodeId id) const;
+  // Member `id`'s first client URL (as ClientUrlsOf), "" if unknown.
+  [[nodiscard]] std::string ClientUrlOf(NodeId id) const;
+  // What this member presents when it calls another member's TLS client port
+  // (rpc::MakeMemberChannelCredentials); null without client TLS.
+  [[nodiscard]] const std::shared_ptr<grpc::ChannelCredentials>& member_credentials() const {
+    return member_credentials_;
+  }
 
   [[nodiscard]] const NodeConfig& config() const { return config_; }
   [[nodiscard]] RaftDriver& driver() { return driver_; }
@@ -82,6 +88,7 @@ class NodeContext {
   KvStore& store_;
   asio::thread_pool& read_pool_;
   std::unique_ptr<rpc::ClientQueue> client_queue_;  // before forwarder_, which uses it
+  std::shared_ptr<grpc::ChannelCredentials> member_credentials_;  // before forwarder_ too
   std::unique_ptr<LeaderForwarder> forwarder_;
   PeerForwarder* const peer_forwarder_;
   asio::steady_timer::executor_type timer_executor_;

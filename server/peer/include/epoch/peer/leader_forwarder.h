@@ -37,8 +37,9 @@ class LeaderForwarder {
  public:
   using Callback = std::function<void(const Status&, const v1::InternalResponse&)>;
 
-  LeaderForwarder(rpc::ClientQueue& queue, LeaseForwarder::AddressOf address_of)
-      : leases_(queue, std::move(address_of)) {}
+  LeaderForwarder(rpc::ClientQueue& queue, LeaseForwarder::AddressOf address_of,
+                  std::shared_ptr<grpc::ChannelCredentials> tls = nullptr)
+      : leases_(queue, std::move(address_of), std::move(tls)) {}
 
   // `done` runs on a gRPC server thread (rpc::ClientQueue). Lease grants and revokes go through
   // LeaseForwarder; requests of any other kind fail with etcd_errors::kNotLeader.

@@ -33,11 +33,15 @@ class LeaseForwarder {
   using RenewCallback = std::function<void(const Status&, const v1::LeaseKeepAliveResponse&)>;
   using WriteCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
 
-  // "host:port" of a member's client endpoint, "" when it is not known (yet).
+  // A member's client URL ("https://host:port", "http://host:port" or "host:port"), "" when it
+  // is not known (yet).
   using AddressOf = std::function<std::string(NodeId)>;
 
-  LeaseForwarder(rpc::ClientQueue& queue, AddressOf address_of)
-      : queue_(queue), address_of_(std::move(address_of)) {}
+  // `tls`: the credentials for https:// URLs (rpc::MakeMemberChannelCredentials); null when this
+  // member has no client TLS, and then a leader at an https:// URL cannot be reached.
+  LeaseForwarder(rpc::ClientQueue& queue, AddressOf address_of,
+                 std::shared_ptr<grpc::ChannelCredentials> tls = nullptr)
+      : queue_(queue), address_of_(std::move(address_of)), tls_(std::move(tls)) {}
 
   void Renew(NodeId leader, LeaseId id, std::chrono::system_clock::time_point deadline,
              RenewCallback done);
@@ -46,7 +50,8 @@ class LeaseForwarder {
                     std::chrono::system_clock::time_point deadline, WriteCallback done);
 
   // The channel to `leader`'s client endpoint (shared by KV and lease forwarding), or null if its
-  // address is not known (not a member, or it has not published its client URLs yet). Reconnects
+  // address is not known (not a member, or it has not published its client URLs yet) or is
+  // https:// without TLS credentials here. TLS for https:// URLs, plaintext otherwise. Reconnects
   // back off from 100 ms to at most 1 s, not gRPC's default 120 s: a restarted member is leader
   // again within an election.
   std::shared_ptr<grpc::Channel> ChannelFor(NodeId leader);
@@ -54,6 +59,7 @@ class LeaseForwarder {
  private:
   rpc::ClientQueue& queue_;
   const AddressOf address_of_;
+  const std::shared_ptr<grpc::ChannelCredentials> tls_;
   std::mutex mu_;
   struct Cached {
     std::string address;

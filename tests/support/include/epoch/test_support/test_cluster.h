@@ -40,6 +40,19 @@ inline constexpr const char* kEtcdctlPath = "/usr/bin/etcdctl";
 
 struct NodeInfo;
 
+// Client TLS for a TestCluster: the nodes serve https:// client URLs with the server files, and
+// the cluster's own clients (Channel, NodeStatus, Etcdctl) use the client files.
+struct ClusterTls {
+  // --trusted-ca-file of the nodes, --cacert of the clients; empty: the clients skip
+  // verification (etcdctl --insecure-skip-tls-verify)
+  std::string ca_file;
+  std::string cert_file;         // the nodes' --cert-file; empty: --auto-tls
+  std::string key_file;          // the nodes' --key-file
+  std::string client_cert_file;  // the clients' certificate (etcdctl --cert); may be empty
+  std::string client_key_file;
+  bool client_cert_auth = false;  // the nodes' --client-cert-auth
+};
+
 struct ClusterOptions {
   std::string epochd_path;  // required: the epochd binary
   int nodes = 3;            // 1..5
@@ -58,6 +71,8 @@ struct ClusterOptions {
   // More flags for node `index`, asked each time it starts (e.g. the chaos suite's
   // --peer-dial-override, which differs per node). `nodes` describes every node.
   std::function<std::vector<std::string>(int index, const std::vector<NodeInfo>& nodes)> node_flags;
+  // Client TLS (https:// client URLs) when set.
+  std::optional<ClusterTls> tls;
 };
 
 struct NodeInfo {
@@ -136,13 +151,16 @@ class TestCluster {
   // The value of the sample `name` (a metric without labels) on node i's /metrics; nullopt when
   // the page cannot be read or has no such sample.
   [[nodiscard]] std::optional<double> Metric(int i, std::string_view name) const;
-  // etcdctl (v3 API) with --endpoints set to `endpoints` (default: every node).
+  // etcdctl (v3 API) with --endpoints set to `endpoints` (default: every node), and with
+  // ClusterOptions::tls the client's --cacert, --cert and --key.
   [[nodiscard]] CommandResult Etcdctl(
       const std::vector<std::string>& args, std::string_view stdin_data = {},
       std::optional<std::string> endpoints = std::nullopt,
       std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
   // The last `bytes` of node i's log, for failure messages.
   [[nodiscard]] std::string LogTail(int i, std::size_t bytes = 4096) const;
+  // etcdctl's TLS flags for ClusterOptions::tls (none without it).
+  [[nodiscard]] std::vector<std::string> EtcdctlTlsFlags() const;
 
   void KeepFiles() { keep_files_ = true; }
 
@@ -160,6 +178,9 @@ class TestCluster {
   [[nodiscard]] std::vector<std::string> ArgsFor(int i) const;
   // ArgsFor with etcd's flags in place of Epoch's (ClusterOptions::etcd_flags).
   void EtcdStyle(int i, std::vector<std::string>* args) const;
+  // https:// client URLs and the TLS flags (ClusterOptions::tls).
+  void TlsStyle(std::vector<std::string>* args) const;
+  [[nodiscard]] std::shared_ptr<grpc::ChannelCredentials> ClientCredentials() const;
   // The flags of `args` (program first) written to <data_dir>.yml; returns the program and
   // --config-file (ClusterOptions::yaml_config).
   std::vector<std::string> AsYamlConfig(int i, const std::vector<std::string>& args) const;
