@@ -59,6 +59,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
         socket_(strand_),
         resolver_(strand_),
         timer_(strand_),
+        handshake_timer_(strand_),
         rng_(owner.options_.self.value() * 7919 + peer.value()) {}
 
   void Start() {
@@ -77,6 +78,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
       self->closed_ = true;
       self->Reset();
       self->timer_.cancel();
+      self->handshake_timer_.cancel();
       self->resolver_.cancel();
     });
   }
@@ -149,6 +151,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
         asio::ssl::stream_base::client,
         [self = shared_from_this(), generation = generation_](std::error_code ec) {
           if (generation != self->generation_) return;
+          self->handshake_timer_.cancel();
           if (ec) return self->Fail("tls handshake", ec);
           if (!self->ServerCertificateMatches()) {
             spdlog::warn(
@@ -159,6 +162,13 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
             return self->Fail("certificate check", asio::error::access_denied);
           }
           self->OnConnected();
+        });
+    // A peer that accepts and never completes the handshake is redialled, not waited on forever.
+    handshake_timer_.expires_after(owner_.options_.hello_timeout);
+    handshake_timer_.async_wait(
+        [self = shared_from_this(), generation = generation_](std::error_code ec) {
+          if (ec || generation != self->generation_ || self->connected_) return;
+          self->Fail("tls handshake", asio::error::timed_out);
         });
   }
 
@@ -304,6 +314,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   std::unique_ptr<TlsStream> tls_;  // over socket_ when peer TLS is on (one per connection)
   tcp::resolver resolver_;
   asio::steady_timer timer_;
+  asio::steady_timer handshake_timer_;  // the TLS handshake's deadline (hello_timeout)
   std::mt19937_64 rng_;
 
   struct Queued {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -116,13 +117,15 @@ struct TlsNode {
   std::unique_ptr<PeerTransport> transport;
   std::thread thread;
 
-  TlsNode(NodeId id, std::shared_ptr<PeerTls> tls) {
+  TlsNode(NodeId id, std::shared_ptr<PeerTls> tls,
+          std::function<void(PeerTransportOptions&)> tweak = {}) {
     PeerTransportOptions opts;
     opts.self = id;
     opts.cluster_id = 7;
     opts.drops = &drops;
     opts.tls = std::move(tls);
     opts.member_name = [](NodeId n) { return "n" + std::to_string(n.value()); };
+    if (tweak) tweak(opts);
     transport = std::make_unique<PeerTransport>(
         io, opts,
         [this](NodeId from, std::string f) {
@@ -232,6 +235,36 @@ TEST_CASE("a client certificate outside --peer-cert-allowed-cn is refused",
   REQUIRE(b.WaitFor(1));
   std::lock_guard lock(b.mu);
   for (const auto& [from, frame] : b.frames) CHECK(from == NodeId(1));
+}
+
+TEST_CASE("a dialled peer that never completes the TLS handshake is redialled",
+          "[peer_tls][transport]") {
+  Certs certs;
+  // A listener that accepts and never says a word.
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const std::uint16_t port = acceptor.local_endpoint().port();
+  std::vector<asio::ip::tcp::socket> held;
+  std::function<void()> accept = [&] {
+    acceptor.async_accept([&](std::error_code ec, asio::ip::tcp::socket socket) {
+      if (ec) return;
+      held.push_back(std::move(socket));
+      accept();
+    });
+  };
+  accept();
+  auto guard = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  {
+    TlsNode a(NodeId(1), Tls(certs.For("n1")),
+              [](PeerTransportOptions& o) { o.hello_timeout = 200ms; });
+    a.transport->SetPeer(NodeId(2), {"127.0.0.1", port});
+    CHECK(test_support::Eventually(
+        [&] { return a.transport->Stats(NodeId(2)).connect_failures >= 2; }, 10s));
+    CHECK_FALSE(a.transport->Stats(NodeId(2)).connected);
+  }
+  io.stop();
+  runner.join();
 }
 
 }  // namespace
