@@ -177,6 +177,20 @@ TEST_CASE("frames cross a mutual TLS link both ways", "[peer_tls][transport]") {
   CHECK(b.drops.Get(ConnectionRefusal::kTlsHandshake) == 0);
 }
 
+TEST_CASE("--peer-auto-tls links encrypt with self-signed certificates", "[peer_tls][transport]") {
+  PeerTlsOptions o1, o2;
+  o1.auto_tls = o2.auto_tls = true;
+  o1.self_name = "n1";
+  o2.self_name = "n2";
+  std::shared_ptr<PeerTls> tls1 = Tls(o1);
+  CHECK_FALSE(tls1->verifies_peers());
+  TlsNode a(NodeId(1), tls1), b(NodeId(2), Tls(o2));
+  a.transport->SetPeer(NodeId(2), b.Address());
+  a.transport->Send(NodeId(2), "over-auto-tls");
+  REQUIRE(b.WaitFor(1));
+  CHECK(b.drops.Get(ConnectionRefusal::kTlsHandshake) == 0);
+}
+
 TEST_CASE("a plaintext peer connection to a TLS port is refused and counted",
           "[peer_tls][transport]") {
   Certs certs;
