@@ -217,7 +217,12 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
       self->OnWritten(ec);
     };
     if (tls_) {
-      asio::async_write(*tls_, buffers_, std::move(on_written));
+      // asio's TLS stream encrypts one buffer per write: the gathered frames go as one buffer,
+      // so they leave in a few TLS records and socket writes instead of one per frame.
+      tls_out_.clear();
+      for (const asio::const_buffer& b : buffers_)
+        tls_out_.append(static_cast<const char*>(b.data()), b.size());
+      asio::async_write(*tls_, asio::buffer(tls_out_), std::move(on_written));
     } else {
       asio::async_write(socket_, buffers_, std::move(on_written));
     }
@@ -324,6 +329,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   };
   std::deque<Queued> queue_;  // the first in_write_ are being written while writing_
   std::vector<asio::const_buffer> buffers_;
+  std::string tls_out_;             // with TLS: the frames of the write in progress, in one buffer
   std::uint64_t queued_bytes_ = 0;  // payload bytes queued (excludes the hello)
   std::size_t in_write_ = 0;
   int attempt_ = 0;
