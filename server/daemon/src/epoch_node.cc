@@ -27,6 +27,7 @@
 #include "epoch/peer/peer_drops.h"
 #include "epoch/peer/peer_forwarder.h"
 #include "epoch/peer/peer_frame_gate.h"
+#include "epoch/peer/peer_tls.h"
 #include "epoch/peer/peer_transport.h"
 #include "epoch/raft/conf_change.h"
 #include "epoch/replication/kv_state_machine.h"
@@ -42,6 +43,7 @@
 #include "grpc_metrics.h"
 #include "health_probes.h"
 #include "metrics_http.h"
+#include "node_flags.h"
 #include "peer_metrics.h"
 #include "process_metrics.h"
 #include "tls_flags.h"
@@ -194,6 +196,7 @@ class EpochNode::Impl {
   Status OpenStorage();
   Status Bootstrap();
   void BuildReplication();
+  std::shared_ptr<PeerTls> peer_tls_;  // null without peer TLS
   void BuildServices();
   void Subscribe();
   Status StartServing();
@@ -209,6 +212,11 @@ Status EpochNode::Impl::Open() {
         config_.name, config_.cluster_token);
   }
   EPOCH_RETURN_IF_ERROR(OpenStorage());
+  if (PeerTlsOptionsOf(config_).enabled()) {
+    Result<std::shared_ptr<PeerTls>> tls = PeerTls::Create(PeerTlsOptionsOf(config_));
+    if (!tls.ok()) return tls.status();
+    peer_tls_ = *tls;
+  }
   BuildReplication();
   BuildServices();
   Subscribe();
@@ -300,6 +308,11 @@ void EpochNode::Impl::BuildReplication() {
   topts.max_inbound_connections = config_.peer_limits.max_connections;
   topts.max_inbound_per_address = config_.peer_limits.max_connections_per_address;
   topts.drops = &peer_drops_;
+  topts.tls = peer_tls_;
+  topts.member_name = [this](NodeId id) {
+    const MemberInfo* m = config_.FindMember(id);
+    return m == nullptr ? std::string() : m->name;
+  };
   transport_ = std::make_unique<PeerTransport>(
       executors_.loop(Executors::Loop::kPeer), topts,
       [this](NodeId from, std::string frame) {

@@ -65,7 +65,60 @@ Status CheckClusterState(const std::string& state, const std::string& data_dir) 
       data_dir));
 }
 
+// etcd's peer TLS flags (server/peer/README.md "Peer TLS").
+void AddPeerTlsFlags(CLI::App& app, NodeConfig::PeerTlsFiles& t) {
+  app.add_option("--peer-cert-file", t.cert_file, "Certificate (PEM chain) of the peer port");
+  app.add_option("--peer-key-file", t.key_file, "Private key (PEM) of --peer-cert-file");
+  app.add_option("--peer-trusted-ca-file", t.trusted_ca_file,
+                 "CA (PEM) that peers' certificates must chain to");
+  app.add_flag("--peer-client-cert-auth", t.client_cert_auth,
+               "Require and verify a client certificate on accepted peer connections");
+  app.add_flag("--peer-auto-tls", t.auto_tls,
+               "Peer TLS with a self-signed certificate made at startup (encryption only)");
+  app.add_option("--peer-cert-allowed-cn", t.allowed_cn,
+                 "Accept peer client certificates with this CN only");
+  app.add_option("--peer-cert-allowed-hostname", t.allowed_hostname,
+                 "Accept peer client certificates valid for this hostname only");
+}
+
+// The peer TLS flags agree with each other, and their files load (the error names the flag).
+Status CheckPeerTls(const NodeConfig& c) {
+  const NodeConfig::PeerTlsFiles& t = c.peer_tls;
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    return Status::InvalidArgument("--peer-cert-file and --peer-key-file go together");
+  }
+  const bool on = !t.cert_file.empty() || t.auto_tls;
+  if (!on && (t.client_cert_auth || !t.trusted_ca_file.empty() || !t.allowed_cn.empty() ||
+              !t.allowed_hostname.empty())) {
+    return Status::InvalidArgument(
+        "--peer-trusted-ca-file, --peer-client-cert-auth and --peer-cert-allowed-* need peer TLS "
+        "(--peer-cert-file or --peer-auto-tls)");
+  }
+  if (t.client_cert_auth && t.trusted_ca_file.empty()) {
+    return Status::InvalidArgument("--peer-client-cert-auth needs --peer-trusted-ca-file");
+  }
+  if ((!t.allowed_cn.empty() || !t.allowed_hostname.empty()) && !t.client_cert_auth) {
+    return Status::InvalidArgument("--peer-cert-allowed-cn/-hostname need --peer-client-cert-auth");
+  }
+  if (!on) return Status::Ok();
+  return PeerTls::Create(PeerTlsOptionsOf(c)).status();
+}
+
 }  // namespace
+
+PeerTlsOptions PeerTlsOptionsOf(const NodeConfig& c) {
+  const NodeConfig::PeerTlsFiles& t = c.peer_tls;
+  PeerTlsOptions o;
+  o.cert_file = t.cert_file;
+  o.key_file = t.key_file;
+  o.trusted_ca_file = t.trusted_ca_file;
+  o.client_cert_auth = t.client_cert_auth;
+  o.auto_tls = t.auto_tls;
+  o.allowed_cn = t.allowed_cn;
+  o.allowed_hostname = t.allowed_hostname;
+  o.self_name = c.name;
+  return o;
+}
 
 void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--config-file", f.config_file,
@@ -179,6 +232,7 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--restore-snapshot", f.restore_snapshot,
                  "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
                  "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");
+  AddPeerTlsFlags(app, c.peer_tls);
 }
 
 Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
@@ -225,6 +279,7 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
     EPOCH_RETURN_IF_ERROR(CheckAdvertised("--advertise-client-urls", f.advertise_client,
                                           self->client, "--initial-cluster-clients"));
   }
+  EPOCH_RETURN_IF_ERROR(CheckPeerTls(c));
   return CheckClusterState(f.initial_cluster_state, c.data_dir);
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "epoch/node/node_config.h"
+#include "epoch/peer/peer_tls.h"
 #include "epoch/status.h"
 #include "tls_flags.h"
 
@@ -40,5 +41,9 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c);
 // After parsing: fills the rest of `c` from `f` and validates all of it. The message names the
 // flag to fix.
 [[nodiscard]] Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c);
+
+// The transport's TLS options from the node's peer TLS flags (this member's name for
+// --peer-auto-tls).
+[[nodiscard]] PeerTlsOptions PeerTlsOptionsOf(const NodeConfig& c);
 
 }  // namespace epoch::server

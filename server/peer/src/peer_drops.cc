@@ -34,6 +34,9 @@ std::string_view ConnectionRefusalName(ConnectionRefusal reason) {
     case ConnectionRefusal::kPerAddressLimit: return "per_address_limit";
     case ConnectionRefusal::kTotalLimit: return "total_limit";
     case ConnectionRefusal::kAcceptError: return "accept_error";
+    case ConnectionRefusal::kTlsHandshake: return "tls_handshake";
+    case ConnectionRefusal::kCertNotAllowed: return "cert_not_allowed";
+    case ConnectionRefusal::kCertMemberMismatch: return "cert_member_mismatch";
     case ConnectionRefusal::kCount: break;
   }
   return "unknown";

@@ -1,5 +1,6 @@
 #include "epoch/peer/peer_transport.h"
 
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -17,6 +18,7 @@ namespace epoch::server {
 namespace {
 
 using asio::ip::tcp;
+using TlsStream = asio::ssl::stream<tcp::socket&>;
 
 constexpr std::string_view kHelloMagic = "EPOCHP1\n";
 constexpr std::size_t kHelloBytes = kHelloMagic.size() + 16;
@@ -57,6 +59,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
         socket_(strand_),
         resolver_(strand_),
         timer_(strand_),
+        handshake_timer_(strand_),
         rng_(owner.options_.self.value() * 7919 + peer.value()) {}
 
   void Start() {
@@ -75,6 +78,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
       self->closed_ = true;
       self->Reset();
       self->timer_.cancel();
+      self->handshake_timer_.cancel();
       self->resolver_.cancel();
     });
   }
@@ -100,6 +104,16 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   }
 
  private:
+  // With peer TLS, the certificate the dialled peer presented names the member dialled (when
+  // certificates are verified at all).
+  bool ServerCertificateMatches() const {
+    const PeerTls& tls = *owner_.options_.tls;
+    if (!tls.verifies_peers()) return true;
+    X509Ptr cert(SSL_get1_peer_certificate(tls_->native_handle()));
+    const std::string name = owner_.options_.member_name ? owner_.options_.member_name(peer_) : "";
+    return CertificateNamesMember(cert.get(), name);
+  }
+
   void EnqueueOnStrand(std::string frame, NotSentHandler not_sent) {
     const auto& opts = owner_.options_;
     if (closed_ || queued_bytes_ + frame.size() > opts.max_queue_bytes) {
@@ -121,8 +135,40 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
           asio::async_connect(self->socket_, results,
                               [self](std::error_code cec, const tcp::endpoint&) {
                                 if (cec) return self->Fail("connect", cec);
-                                self->OnConnected();
+                                self->OnTcpConnected();
                               });
+        });
+  }
+
+  // With peer TLS, the handshake (the peer's certificate checked) comes before the hello.
+  void OnTcpConnected() {
+    if (closed_) return Reset();
+    if (!owner_.options_.tls) return OnConnected();
+    // A new stream per connection: an SSL object is not reused after its connection ends. The
+    // previous stream's operations completed on this strand when its socket was closed.
+    tls_ = std::make_unique<TlsStream>(socket_, owner_.options_.tls->client_context());
+    tls_->async_handshake(
+        asio::ssl::stream_base::client,
+        [self = shared_from_this(), generation = generation_](std::error_code ec) {
+          if (generation != self->generation_) return;
+          self->handshake_timer_.cancel();
+          if (ec) return self->Fail("tls handshake", ec);
+          if (!self->ServerCertificateMatches()) {
+            spdlog::warn(
+                "transport: node={:x} peer={:x} presented a certificate that does not name "
+                "that member",
+                self->owner_.options_.self, self->peer_);
+            self->owner_.Count(ConnectionRefusal::kCertMemberMismatch);
+            return self->Fail("certificate check", asio::error::access_denied);
+          }
+          self->OnConnected();
+        });
+    // A peer that accepts and never completes the handshake is redialled, not waited on forever.
+    handshake_timer_.expires_after(owner_.options_.hello_timeout);
+    handshake_timer_.async_wait(
+        [self = shared_from_this(), generation = generation_](std::error_code ec) {
+          if (ec || generation != self->generation_ || self->connected_) return;
+          self->Fail("tls handshake", asio::error::timed_out);
         });
   }
 
@@ -167,9 +213,19 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     buffers_.clear();
     for (std::size_t i = 0; i < in_write_; ++i)
       buffers_.emplace_back(asio::buffer(queue_[i].bytes));
-    asio::async_write(
-        socket_, buffers_,
-        [self = shared_from_this()](std::error_code ec, std::size_t) { self->OnWritten(ec); });
+    auto on_written = [self = shared_from_this()](std::error_code ec, std::size_t) {
+      self->OnWritten(ec);
+    };
+    if (tls_) {
+      // asio's TLS stream encrypts one buffer per write: the gathered frames go as one buffer,
+      // so they leave in a few TLS records and socket writes instead of one per frame.
+      tls_out_.clear();
+      for (const asio::const_buffer& b : buffers_)
+        tls_out_.append(static_cast<const char*>(b.data()), b.size());
+      asio::async_write(*tls_, asio::buffer(tls_out_), std::move(on_written));
+    } else {
+      asio::async_write(socket_, buffers_, std::move(on_written));
+    }
   }
 
   bool PeerClosed() {
@@ -260,8 +316,10 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   const PeerAddress address_;
   asio::strand<asio::io_context::executor_type> strand_;
   tcp::socket socket_;
+  std::unique_ptr<TlsStream> tls_;  // over socket_ when peer TLS is on (one per connection)
   tcp::resolver resolver_;
   asio::steady_timer timer_;
+  asio::steady_timer handshake_timer_;  // the TLS handshake's deadline (hello_timeout)
   std::mt19937_64 rng_;
 
   struct Queued {
@@ -271,6 +329,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   };
   std::deque<Queued> queue_;  // the first in_write_ are being written while writing_
   std::vector<asio::const_buffer> buffers_;
+  std::string tls_out_;             // with TLS: the frames of the write in progress, in one buffer
   std::uint64_t queued_bytes_ = 0;  // payload bytes queued (excludes the hello)
   std::size_t in_write_ = 0;
   int attempt_ = 0;
@@ -294,12 +353,17 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
         socket_(std::move(socket)),
         address_(std::move(address)),
         hello_timer_(socket_.get_executor()),
-        frame_timer_(socket_.get_executor()) {}
+        frame_timer_(socket_.get_executor()) {
+    if (owner_.options_.tls) {
+      tls_ = std::make_unique<TlsStream>(socket_, owner_.options_.tls->server_context());
+    }
+  }
 
   void Start() {
     hello_timer_.expires_after(owner_.options_.hello_timeout);
     hello_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
       if (ec || self->hello_seen_) return;
+      self->timed_out_ = true;
       spdlog::warn(
           "transport: node={:x} closing a connection from {} that sent no hello within {} ms",
           self->owner_.options_.self, self->address_.to_string(),
@@ -308,17 +372,64 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       std::error_code ignored;
       self->socket_.close(ignored);  // the pending read fails and Done() runs
     });
+    if (tls_) return Handshake();
     ReadMore();
   }
 
   void Close() {
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      self->closing_ = true;
       std::error_code ignored;
       self->socket_.close(ignored);
     });
   }
 
  private:
+  // The TLS handshake, inside the hello deadline; then the client certificate against
+  // --peer-cert-allowed-cn / --peer-cert-allowed-hostname.
+  void Handshake() {
+    tls_->async_handshake(
+        asio::ssl::stream_base::server, [self = shared_from_this()](std::error_code ec) {
+          if (ec) {
+            if (!self->timed_out_ && !self->closing_) {
+              spdlog::warn("transport: node={:x} TLS handshake with {} failed: {}",
+                           self->owner_.options_.self, self->address_.to_string(), ec.message());
+              self->owner_.Count(ConnectionRefusal::kTlsHandshake);
+            }
+            return self->Done();
+          }
+          X509Ptr cert(SSL_get1_peer_certificate(self->tls_->native_handle()));
+          if (!self->owner_.options_.tls->ClientAllowed(cert.get())) {
+            spdlog::warn(
+                "transport: node={:x} refusing {}: its certificate fails "
+                "--peer-cert-allowed-cn/--peer-cert-allowed-hostname",
+                self->owner_.options_.self, self->address_.to_string());
+            self->owner_.Count(ConnectionRefusal::kCertNotAllowed);
+            return self->Done();
+          }
+          self->ReadMore();
+        });
+  }
+
+  // With client certificates verified, the certificate names the member the hello named.
+  bool CertificateNamesPeer() const {
+    if (!tls_) return true;
+    const PeerTls& tls = *owner_.options_.tls;
+    if (!tls.verifies_peers() || !tls.options().client_cert_auth) return true;
+    X509Ptr cert(SSL_get1_peer_certificate(tls_->native_handle()));
+    const std::string name = owner_.options_.member_name ? owner_.options_.member_name(peer_) : "";
+    return CertificateNamesMember(cert.get(), name);
+  }
+
+  template <typename Handler>
+  void ReadSome(asio::mutable_buffer buffer, Handler&& handler) {
+    if (tls_) {
+      tls_->async_read_some(buffer, std::forward<Handler>(handler));
+    } else {
+      socket_.async_read_some(buffer, std::forward<Handler>(handler));
+    }
+  }
+
   // Reads whatever the socket has (up to the free space of in_) and hands every complete frame in
   // it to OnFrame: one recv serves all the frames a peer's gathered write carried, instead of two
   // recvs (prefix, body) per frame.
@@ -339,13 +450,13 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
       in_.resize(need_ > 0 ? std::min(grown, std::max(begin_ + need_, end_ + kMinReadSpace))
                            : std::max(end_ + kMinReadSpace, kReadChunk));
     }
-    socket_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
-                            [self = shared_from_this()](std::error_code ec, std::size_t n) {
-                              if (ec) return self->Done();
-                              self->end_ += n;
-                              if (!self->ParseFrames()) return self->Done();
-                              self->ReadMore();
-                            });
+    ReadSome(asio::buffer(in_.data() + end_, in_.size() - end_),
+             [self = shared_from_this()](std::error_code ec, std::size_t n) {
+               if (ec) return self->Done();
+               self->end_ += n;
+               if (!self->ParseFrames()) return self->Done();
+               self->ReadMore();
+             });
   }
 
   // Consumes the complete frames in [begin_, end_); false if the connection must close. need_
@@ -436,6 +547,14 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
         owner_.Count(ConnectionRefusal::kNotMember);
         return false;
       }
+      if (!CertificateNamesPeer()) {
+        spdlog::warn(
+            "transport: node={:x} rejecting node={:x}: its certificate does not name that "
+            "member",
+            owner_.options_.self, peer_);
+        owner_.Count(ConnectionRefusal::kCertMemberMismatch);
+        return false;
+      }
       hello_seen_ = true;
       hello_timer_.cancel();
       WatchPartialFrames();
@@ -462,6 +581,7 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
 
   PeerTransport& owner_;
   tcp::socket socket_;
+  std::unique_ptr<TlsStream> tls_;   // over socket_ when peer TLS is on
   const asio::ip::address address_;  // the remote address (counted in inbound_per_address_)
   std::vector<char> in_;             // [begin_, end_): bytes read and not yet parsed into frames
   std::size_t begin_ = 0;
@@ -473,6 +593,8 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
   std::uint64_t frames_at_check_ = 0;  // frames_done_ at the previous partial-frame check
   bool partial_at_check_ = false;      // a frame was partly received at that check
   bool hello_seen_ = false;
+  bool timed_out_ = false;  // the hello deadline closed the socket (counted there)
+  bool closing_ = false;    // Close(): the transport is stopping
   NodeId peer_;
 };
 

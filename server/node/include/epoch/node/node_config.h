@@ -83,6 +83,18 @@ struct NodeConfig {
     std::chrono::milliseconds frame_timeout{30'000};  // --peer-frame-timeout-ms
   };
   PeerPortLimits peer_limits;
+  // Peer TLS (etcd's --peer-* TLS flags; server/peer/README.md "Peer TLS"). Off when neither a
+  // certificate nor auto_tls is given.
+  struct PeerTlsFiles {
+    std::string cert_file;          // --peer-cert-file
+    std::string key_file;           // --peer-key-file
+    std::string trusted_ca_file;    // --peer-trusted-ca-file
+    bool client_cert_auth = false;  // --peer-client-cert-auth
+    bool auto_tls = false;          // --peer-auto-tls
+    std::string allowed_cn;         // --peer-cert-allowed-cn
+    std::string allowed_hostname;   // --peer-cert-allowed-hostname
+  };
+  PeerTlsFiles peer_tls;
   // --enable-failpoints: the metrics listener serves /failpoint/... (server/README.md).
   bool enable_failpoints = false;
 

@@ -37,13 +37,16 @@ enum class FrameDrop : std::uint8_t {
 inline constexpr std::size_t kFrameDropReasons = static_cast<std::size_t>(FrameDrop::kCount);
 
 enum class ConnectionRefusal : std::uint8_t {
-  kBadHello,         // the first frame was not a hello
-  kHelloTimeout,     // no hello within the hello timeout
-  kWrongCluster,     // a hello from another cluster
-  kNotMember,        // a hello from a node that is not a member
-  kPerAddressLimit,  // too many connections from one remote address
-  kTotalLimit,       // too many inbound connections in total
-  kAcceptError,      // accept() failed (EMFILE, ENFILE, ...): accepting paused briefly
+  kBadHello,            // the first frame was not a hello
+  kHelloTimeout,        // no hello within the hello timeout
+  kWrongCluster,        // a hello from another cluster
+  kNotMember,           // a hello from a node that is not a member
+  kPerAddressLimit,     // too many connections from one remote address
+  kTotalLimit,          // too many inbound connections in total
+  kAcceptError,         // accept() failed (EMFILE, ENFILE, ...): accepting paused briefly
+  kTlsHandshake,        // the TLS handshake failed (plaintext, untrusted or missing certificate)
+  kCertNotAllowed,      // the client certificate fails --peer-cert-allowed-cn / -hostname
+  kCertMemberMismatch,  // the certificate does not name the member the hello (or dial) names
   kCount
 };
 

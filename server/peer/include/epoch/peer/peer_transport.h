@@ -20,6 +20,10 @@
 // Peers may be dialled through a fault-injecting proxy: the address in PeerAddress is simply
 // where to connect.
 //
+// TLS (PeerTransportOptions::tls): the handshake runs inside the hello deadline; the certificate
+// checks (allowed CN/hostname, the member the certificate names) run before any frame is handed
+// on. Refusals are counted as `tls_handshake`, `cert_not_allowed`, `cert_member_mismatch`.
+//
 // Threading: all socket work runs on the io_context given at construction (run by one or more
 // threads). Send(), SetPeer(), RemovePeer() and Stop() are thread-safe. Handlers are invoked on the
 // io_context's threads.
@@ -38,6 +42,7 @@
 #include <string>
 
 #include "epoch/peer/peer_drops.h"
+#include "epoch/peer/peer_tls.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 
@@ -79,6 +84,13 @@ struct PeerTransportOptions {
   std::chrono::milliseconds accept_error_backoff{100};
   // Where refused connections and dropped frames are counted (optional).
   PeerDrops* drops = nullptr;
+  // Peer TLS (optional): every accepted and dialled connection runs a TLS handshake before its
+  // hello; one that fails it (a plaintext peer, an untrusted certificate) is closed and counted.
+  std::shared_ptr<PeerTls> tls;
+  // A member's name (as in --initial-cluster). When `tls` verifies peers, a dialled peer's
+  // certificate must name the member dialled, and with client-cert-auth an accepted connection's
+  // certificate must name the member its hello names (PeerTls, CertificateNamesMember).
+  std::function<std::string(NodeId)> member_name;
 };
 
 struct PeerLinkStats {
