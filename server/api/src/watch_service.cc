@@ -74,7 +74,10 @@ class WatchService::Stream final
     // !ok: the client half-closed or the call ended. etcd keeps serving a half-closed stream
     // until the client cancels it (OnCancel), so nothing ends here.
     if (!ok) return;
-    session_->Handle(request_);
+    if (!session_->Handle(request_)) {
+      return End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                              std::string(kWatchControlQueueExceeded)));
+    }
     bool finishing;
     {
       std::lock_guard lock(mu_);
@@ -215,6 +218,12 @@ void WatchService::RenderMetrics(MetricsText& m) const {
             watch.fallbacks);
   m.Counter("epoch_watch_history_reads_total", "History reads by catching-up watchers.",
             watch.history_reads);
+  m.Counter("epoch_watch_creates_refused_total",
+            "Watch creates refused: the stream held --max-watchers-per-stream watchers.",
+            watch.watchers_refused);
+  m.Counter("epoch_watch_streams_cut_total",
+            "Watch streams ended: more than --watch-control-queue-max replies unread.",
+            watch.streams_cut);
 }
 
 }  // namespace epoch::server

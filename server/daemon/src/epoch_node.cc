@@ -374,6 +374,8 @@ void EpochNode::Impl::BuildServices() {
   v1_lease_service_ = std::make_unique<V1LeaseService>(*context_, *lease_manager_);
   WatchServiceOptions watch_options;
   watch_options.leader_check_interval = config_.tick * config_.raft.election_timeout_min_ticks;
+  watch_options.hub.watchers_per_stream_max = config_.watchers_per_stream_max;
+  watch_options.hub.control_queue_max = config_.watch_control_queue_max;
   watch_service_ = std::make_unique<WatchService>(
       *context_, executors_.loop(Executors::Loop::kWatch), watch_options);
   lock_service_ = std::make_unique<LockService>(*context_, *recipe_feed_);

@@ -185,6 +185,13 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Keep-alive answers queued on one stream for a client that does not read "
                  "them; past it the stream ends with RESOURCE_EXHAUSTED")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--max-watchers-per-stream", c.watchers_per_stream_max,
+                 "Watchers one watch stream may hold; a create past it is refused")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  app.add_option("--watch-control-queue-max", c.watch_control_queue_max,
+                 "Watch create/cancel/progress replies queued on one stream for a client that "
+                 "does not read them; past it the stream ends with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   app.add_option("--max-concurrent-streams", c.max_concurrent_streams,
                  "Calls and streams one client connection may have open at once (etcd 3.5's "
                  "flag; the client queues the rest)")

@@ -246,6 +246,8 @@ WatchHubStats WatchHub::stats() const {
   std::lock_guard lock(mu_);
   WatchHubStats s = stats_;
   s.watchers = watchers_.load();
+  s.watchers_refused = watchers_refused_.load();
+  s.streams_cut = streams_cut_.load();
   return s;
 }
 

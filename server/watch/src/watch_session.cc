@@ -46,7 +46,7 @@ WatchSession::WatchSession(std::shared_ptr<WatchHub> hub, Transport transport)
 
 WatchSession::~WatchSession() = default;
 
-void WatchSession::Handle(const etcdserverpb::WatchRequest& request) {
+bool WatchSession::Handle(const etcdserverpb::WatchRequest& request) {
   switch (request.request_union_case()) {
     case etcdserverpb::WatchRequest::kCreateRequest: HandleCreate(request.create_request()); break;
     case etcdserverpb::WatchRequest::kCancelRequest:
@@ -58,6 +58,10 @@ void WatchSession::Handle(const etcdserverpb::WatchRequest& request) {
       break;
   }
   Flush();
+  std::lock_guard lock(mu_);
+  if (closed_ || control_queued_ <= hub_->options().control_queue_max) return true;
+  hub_->NoteStreamCut();
+  return false;
 }
 
 etcdserverpb::WatchResponse WatchSession::NewResponse(std::int64_t watch_id,
@@ -84,6 +88,10 @@ void WatchSession::HandleCreate(const etcdserverpb::WatchCreateRequest& request)
     QueueControlLocked(std::move(response));
   };
   if (!spec.ok()) return refuse(spec.status().message());
+  if (watchers_.size() >= hub_->options().watchers_per_stream_max) {
+    hub_->NoteWatcherRefused();
+    return refuse(kWatchersPerStreamExceeded);
+  }
   std::int64_t id = spec->requested_id;
   if (id != 0) {
     if (watchers_.contains(id)) return refuse(kWatcherDuplicateId);
@@ -161,6 +169,7 @@ void WatchSession::QueueControlLocked(etcdserverpb::WatchResponse response) {
   Outgoing out;
   out.response = std::move(response);
   queue_.push_back(std::move(out));
+  ++control_queued_;
 }
 
 void WatchSession::CancelLocked(const std::shared_ptr<Watcher>& ref) {
@@ -181,6 +190,7 @@ void WatchSession::Close() {
   closed_ = true;
   while (!watchers_.empty()) CancelLocked(watchers_.begin()->second);
   queue_.clear();
+  control_queued_ = 0;
   progress_requested_ = false;
   hub_->StopWaitingProgressLocked(shared_from_this());
 }
@@ -433,6 +443,7 @@ void WatchSession::Flush() {
   writing_ = true;
   in_flight_ = std::move(queue_.front());
   queue_.pop_front();
+  if (!in_flight_.watcher && control_queued_ > 0) --control_queued_;
   const etcdserverpb::WatchResponse* response = &in_flight_.response;
   lock.unlock();
   transport_.start_write(*response);

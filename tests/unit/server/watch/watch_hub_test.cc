@@ -478,7 +478,7 @@ TEST_CASE("threads: applier, dispatch, history reads and clients concurrently",
       pb::WatchRequest request;
       request.mutable_create_request()->set_key(keys[static_cast<std::size_t>(k)]);
       request.mutable_create_request()->set_start_revision(start);
-      streams.back()->session().Handle(request);
+      (void)streams.back()->session().Handle(request);
       made.push_back({streams.back().get(), k, keys[static_cast<std::size_t>(k)], start});
     }
   }

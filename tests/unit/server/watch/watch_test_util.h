@@ -122,7 +122,8 @@ class FakeStream {
 
   WatchSession& session() { return *session_; }
 
-  void Send(const pb::WatchRequest& request) { session_->Handle(request); }
+  // Whether the session keeps the stream (WatchSession::Handle).
+  bool Send(const pb::WatchRequest& request) { return session_->Handle(request); }
   void Create(const pb::WatchCreateRequest& create) {
     pb::WatchRequest request;
     *request.mutable_create_request() = create;

@@ -121,6 +121,9 @@ struct NodeConfig {
   // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
   // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
   std::size_t keepalive_queue_max = 1024;
+  // --max-watchers-per-stream, --watch-control-queue-max (WatchHubOptions).
+  std::size_t watchers_per_stream_max = 1000;
+  std::size_t watch_control_queue_max = 1024;
   // --max-concurrent-streams (etcd 3.5's flag): calls and streams one client connection may have
   // open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; a client queues the ones above it).
   std::uint32_t max_concurrent_streams = 1000;

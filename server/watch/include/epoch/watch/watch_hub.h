@@ -57,15 +57,23 @@ struct WatchHubOptions {
   // Largest events response; a single revision larger than this is split into fragments only
   // for watchers that asked for `fragment` (etcd's rule), otherwise sent whole.
   std::size_t response_bytes_max = 1u << 20;
+  // --max-watchers-per-stream: watchers one stream may hold; a create past it is refused (a
+  // created+canceled reply, as etcd refuses a create).
+  std::size_t watchers_per_stream_max = 1000;
+  // --watch-control-queue-max: create/cancel/progress replies queued on one stream for a client
+  // that does not read them; past it the stream ends with RESOURCE_EXHAUSTED.
+  std::size_t control_queue_max = 1024;
 };
 
 struct WatchHubStats {
-  std::uint64_t rounds = 0;         // dispatch rounds (one per applied revision)
-  std::uint64_t fallbacks = 0;      // synced watchers that fell back to history (slow or gap)
-  std::uint64_t history_reads = 0;  // ReadEvents calls by catching-up watchers
-  std::uint64_t gaps = 0;           // inbox overflows and revision jumps
-  std::uint64_t unwatched = 0;      // revisions no watcher wanted: marked dispatched at once
-  std::size_t watchers = 0;         // registered now
+  std::uint64_t rounds = 0;            // dispatch rounds (one per applied revision)
+  std::uint64_t fallbacks = 0;         // synced watchers that fell back to history (slow or gap)
+  std::uint64_t history_reads = 0;     // ReadEvents calls by catching-up watchers
+  std::uint64_t gaps = 0;              // inbox overflows and revision jumps
+  std::uint64_t unwatched = 0;         // revisions no watcher wanted: marked dispatched at once
+  std::size_t watchers = 0;            // registered now
+  std::uint64_t watchers_refused = 0;  // creates past watchers_per_stream_max
+  std::uint64_t streams_cut = 0;       // streams ended past control_queue_max
 };
 
 class WatchHub : public std::enable_shared_from_this<WatchHub> {
@@ -101,6 +109,9 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   [[nodiscard]] Revision dispatched_revision() const;
   [[nodiscard]] WatchHubStats stats() const;
   [[nodiscard]] const WatchHubOptions& options() const { return options_; }
+  // A session refused a create or was ended for one of the limits above (counted in stats()).
+  void NoteWatcherRefused() { watchers_refused_.fetch_add(1); }
+  void NoteStreamCut() { streams_cut_.fetch_add(1); }
   [[nodiscard]] const KvStore& store() const { return store_; }
   [[nodiscard]] const asio::any_io_executor& read_executor() const { return reads_; }
 
@@ -149,6 +160,8 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
 
   // Watchers registered (AddLocked - RemoveLocked); written under mu_, read without it as a hint.
   std::atomic<std::size_t> watchers_{0};
+  std::atomic<std::uint64_t> watchers_refused_{0};
+  std::atomic<std::uint64_t> streams_cut_{0};
 
   // Inbox: filled on the driver strand, drained by Dispatch(). Guarded by inbox_mu_, which is
   // never held while taking mu_ (SkipUnwatchedRevision takes mu_ first, then inbox_mu_).

@@ -76,7 +76,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   WatchSession& operator=(const WatchSession&) = delete;
 
   // One request read from the stream, in stream order.
-  void Handle(const etcdserverpb::WatchRequest& request);
+  // Returns false when the stream must end: its client left more than
+  // WatchHubOptions::control_queue_max replies unread (kWatchControlQueueExceeded).
+  [[nodiscard]] bool Handle(const etcdserverpb::WatchRequest& request);
   // The write started by Transport::start_write finished (`ok` false: the stream is broken).
   void OnWriteDone(bool ok);
   // The stream ended: cancels every watcher and drops queued responses. Idempotent.
@@ -146,6 +148,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   std::int64_t next_auto_id_ = 0;
   bool progress_requested_ = false;
   std::deque<Outgoing> queue_;
+  std::size_t control_queued_ = 0;  // replies in queue_ that are not events
   bool writing_ = false;  // Invariant: at most one Transport::start_write without OnWriteDone.
   Outgoing in_flight_;    // the response being written (stable while writing_)
 };

@@ -24,6 +24,11 @@ namespace epoch::server {
 inline constexpr std::string_view kWatcherRangeEmpty = "mvcc: watcher range is empty";
 inline constexpr std::string_view kWatcherDuplicateId =
     "mvcc: duplicate watch ID provided on the WatchStream";
+// Epoch's own limits (WatchHubOptions).
+inline constexpr std::string_view kWatchersPerStreamExceeded =
+    "epoch: too many watchers on this stream (--max-watchers-per-stream)";
+inline constexpr std::string_view kWatchControlQueueExceeded =
+    "epoch: watch replies not read (more than --watch-control-queue-max queued)";
 
 struct WatchSpec {
   // Never empty: a request without a key watches from "\0", the smallest key (as etcd does).
