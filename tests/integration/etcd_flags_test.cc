@@ -33,21 +33,31 @@ std::string WaitForPublishedMembers(const TestCluster& cluster) {
   return out;
 }
 
-TEST_CASE("etcd's flags alone start a cluster; members publish their client URLs",
-          "[integration][etcdctl][flags]") {
+// Starts a 3-member cluster with etcd's flags only (on the command line, or in each member's
+// YAML config file) and checks that `member list` shows every member's published client URL.
+// `members` gets that listing.
+ClusterPtr StartEtcdStyle(bool yaml_config, std::string* members) {
   test::ClusterOptions options;
   options.epochd_path = EPOCHD_PATH;
   options.etcd_flags = true;
+  options.yaml_config = yaml_config;
   auto started = TestCluster::Start(options);
   INFO(started.status().ToString());
   REQUIRE(started.ok());
   ClusterPtr cluster(started->release());
 
-  const std::string members = WaitForPublishedMembers(*cluster);
-  INFO(members);
+  *members = WaitForPublishedMembers(*cluster);
+  INFO(*members);
   for (int i = 0; i < cluster->size(); ++i) {
-    CHECK(members.find(MemberListLine(*cluster, i)) != std::string::npos);
+    CHECK(members->find(MemberListLine(*cluster, i)) != std::string::npos);
   }
+  return cluster;
+}
+
+TEST_CASE("etcd's flags alone start a cluster; members publish their client URLs",
+          "[integration][etcdctl][flags]") {
+  std::string members;
+  ClusterPtr cluster = StartEtcdStyle(/*yaml_config=*/false, &members);
 
   // The second client listener serves too.
   const std::string second = fmt::format("127.0.0.2:{}", cluster->node(0).client_port);
@@ -74,20 +84,8 @@ TEST_CASE("etcd's flags alone start a cluster; members publish their client URLs
 }
 
 TEST_CASE("an etcd YAML config file alone starts a cluster", "[integration][etcdctl][flags]") {
-  test::ClusterOptions options;
-  options.epochd_path = EPOCHD_PATH;
-  options.etcd_flags = true;
-  options.yaml_config = true;
-  auto started = TestCluster::Start(options);
-  INFO(started.status().ToString());
-  REQUIRE(started.ok());
-  ClusterPtr cluster(started->release());
-
-  const std::string members = WaitForPublishedMembers(*cluster);
-  INFO(members);
-  for (int i = 0; i < cluster->size(); ++i) {
-    CHECK(members.find(MemberListLine(*cluster, i)) != std::string::npos);
-  }
+  std::string members;
+  ClusterPtr cluster = StartEtcdStyle(/*yaml_config=*/true, &members);
   EtcdctlOk(*cluster, {"put", "from-yaml", "v"});
   CHECK(EtcdctlOk(*cluster, {"get", "from-yaml", "--print-value-only"}) == "v\n");
 }
