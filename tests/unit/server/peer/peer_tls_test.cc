@@ -177,7 +177,7 @@ TEST_CASE("frames cross a mutual TLS link both ways", "[peer_tls][transport]") {
   CHECK(b.drops.Get(ConnectionRefusal::kTlsHandshake) == 0);
 }
 
-TEST_CASE("--peer-auto-tls links encrypt with self-signed certificates", "[peer_tls][transport]") {
+TEST_CASE("peer auto TLS: links encrypt with self-signed certificates", "[peer_tls][transport]") {
   PeerTlsOptions o1, o2;
   o1.auto_tls = o2.auto_tls = true;
   o1.self_name = "n1";
