@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "epoch/client/admin.h"
+#include "go_json.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -24,7 +25,7 @@ Status RunMemberList(Ctl& ctl) {
   Result<etcdserverpb::MemberListResponse> r = (*client)->MemberList(ctl.Call());
   if (!r.ok()) return r.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*r) << "\n";
+    ctl.out() << GoJson(*r) << "\n";
     return Status::Ok();
   }
   std::vector<std::vector<std::string>> rows;
@@ -87,8 +88,8 @@ Status RunEndpointStatus(Ctl& ctl, bool cluster) {
                     s->leader() == s->header().member_id() ? "true" : "false",
                     s->islearner() ? "true" : "false", std::to_string(s->raftterm()),
                     std::to_string(s->raftindex()), std::to_string(s->raftappliedindex()), errors});
-    json += fmt::format("{}{{\"Endpoint\":\"{}\",\"Status\":{}}}", json.size() > 1 ? "," : "", ep,
-                        Json(*s));
+    json += (json.size() > 1 ? "," : "") +
+            GoJsonObject().String("Endpoint", ep).Raw("Status", GoJson(*s)).Close();
   }
   if (ctl.format() == OutputFormat::kJson) {
     ctl.out() << json << "]\n";
@@ -110,7 +111,7 @@ Status RunEndpointStatus(Ctl& ctl, bool cluster) {
 struct Health {
   std::string endpoint;
   bool healthy = false;
-  std::chrono::microseconds took{0};
+  std::chrono::nanoseconds took{0};
   std::string error;
 };
 
@@ -128,8 +129,8 @@ Health Probe(Ctl& ctl, const std::string& endpoint) {
   etcdserverpb::RangeRequest range;
   range.set_key("health");
   Result<etcdserverpb::RangeResponse> r = (*client)->Range(range, ctl.Call());
-  h.took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                                 start);
+  h.took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                start);
   if (!r.ok()) {
     h.error = ErrorLine(r.status());
     return h;
@@ -157,11 +158,12 @@ Status RunEndpointHealth(Ctl& ctl, bool cluster) {
   for (auto& probe : probes) {
     Health h = probe.get();
     all = all && h.healthy;
-    const std::string took = fmt::format("{:.3f}ms", h.took.count() / 1000.0);
+    const std::string took = GoDuration(h.took);
     rows.push_back({h.endpoint, h.healthy ? "true" : "false", took, h.error});
-    json += fmt::format("{}{{\"endpoint\":\"{}\",\"health\":{},\"took\":\"{}\"{}}}",
-                        json.size() > 1 ? "," : "", h.endpoint, h.healthy, took,
-                        h.error.empty() ? "" : fmt::format(",\"error\":\"{}\"", h.error));
+    GoJsonObject entry;
+    entry.String("endpoint", h.endpoint).Bool("health", h.healthy).String("took", took);
+    if (!h.error.empty()) entry.String("error", h.error);  // omitempty
+    json += (json.size() > 1 ? "," : "") + entry.Close();
     if (ctl.format() == OutputFormat::kSimple) {
       if (h.healthy) {
         ctl.out() << fmt::format("{} is healthy: successfully committed proposal: took = {}\n",
@@ -192,7 +194,7 @@ Status RunMoveLeader(Ctl& ctl, const std::string& target_hex) {
       client::MoveLeader(**client, static_cast<std::uint64_t>(*target), ctl.Call());
   if (!r.ok()) return r.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*r) << "\n";
+    ctl.out() << GoJson(*r) << "\n";
   } else {
     ctl.out() << fmt::format("Leadership transferred from {} to {}\n",
                              MemberHex(status->header().member_id()), target_hex);
@@ -204,7 +206,7 @@ Status RunMoveLeader(Ctl& ctl, const std::string& target_hex) {
 // "memberID:<id> alarm:<type>" line each.
 void PrintAlarms(Ctl& ctl, const etcdserverpb::AlarmResponse& r) {
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(r) << "\n";
+    ctl.out() << GoJson(r) << "\n";
     return;
   }
   std::vector<std::vector<std::string>> rows;
@@ -277,7 +279,7 @@ template <typename Response>
 Status PrintMemberChange(Ctl& ctl, const Result<Response>& r, const std::string& what) {
   if (!r.ok()) return r.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*r) << "\n";
+    ctl.out() << GoJson(*r) << "\n";
   } else {
     ctl.out() << what << "\n";
   }

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "epoch/client/election.h"
 #include "epoch/client/session.h"
+#include "go_json.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -25,7 +26,7 @@ struct ElectFlags {
 
 void PrintLeader(Ctl& ctl, const mvccpb::KeyValue& kv) {
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(kv) << "\n";
+    ctl.out() << GoJson(kv) << "\n";
   } else {
     ctl.out() << kv.key() << "\n" << kv.value() << "\n";
   }

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "epoch/client/admin.h"
 #include "epoch/client/job.h"
+#include "go_json.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -45,8 +46,8 @@ Status ListJobs(Ctl& ctl, const JobsFlags& f, bool dlq) {
   Result<etcdserverpb::RangeResponse> locks = RangePrefix(ctl, **client, f.prefix + "lock/", 0);
   if (!locks.ok()) return locks.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << fmt::format("{{\"jobs\":{},\"epochs\":{},\"locks\":{}}}\n", Json(*jobs),
-                             Json(*epochs), Json(*locks));
+    ctl.out() << fmt::format("{{\"jobs\":{},\"epochs\":{},\"locks\":{}}}\n", GoJson(*jobs),
+                             GoJson(*epochs), GoJson(*locks));
     return Status::Ok();
   }
   std::map<std::string, std::string> epoch_of;
@@ -128,8 +129,8 @@ Status ShowJob(Ctl& ctl, const JobsFlags& f) {
   }
   if (ctl.format() == OutputFormat::kJson) {
     ctl.out() << fmt::format("{{\"job\":{},\"state\":\"{}\",\"epoch\":{},\"lock_queue\":{}{}}}\n",
-                             Json(*job), state, *epoch ? Json(**epoch) : "null", Json(*queue),
-                             lease ? ",\"holder_lease\":" + Json(*lease) : std::string());
+                             GoJson(*job), state, *epoch ? GoJson(**epoch) : "null", GoJson(*queue),
+                             lease ? ",\"holder_lease\":" + GoJson(*lease) : std::string());
     return Status::Ok();
   }
   std::ostream& out = ctl.out();

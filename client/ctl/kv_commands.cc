@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "go_json.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -69,6 +70,9 @@ const std::vector<std::string> kKvHeaders = {"KEY",     "VALUE",   "CREATE REV",
                                              "MOD REV", "VERSION", "LEASE"};
 
 Status RunGet(Ctl& ctl, const GetFlags& f) {
+  if (f.print_value_only && ctl.format() != OutputFormat::kSimple) {
+    return Status::InvalidArgument("print-value-only is only for `--write-out=simple`");
+  }
   Result<etcdserverpb::RangeRequest> request = BuildRange(f);
   if (!request.ok()) return request.status();
   Result<client::Client*> client = ctl.GetClient();
@@ -76,7 +80,7 @@ Status RunGet(Ctl& ctl, const GetFlags& f) {
   Result<etcdserverpb::RangeResponse> response = (*client)->Range(*request, ctl.Call());
   if (!response.ok()) return response.status();
   switch (ctl.format()) {
-    case OutputFormat::kJson: ctl.out() << Json(*response) << "\n"; break;
+    case OutputFormat::kJson: ctl.out() << GoJson(*response) << "\n"; break;
     case OutputFormat::kTable: PrintTable(ctl.out(), kKvHeaders, KvRows(response->kvs())); break;
     case OutputFormat::kSimple: PrintRange(ctl.out(), *response, f); break;
   }
@@ -94,7 +98,7 @@ Status RunPut(Ctl& ctl, PutFlags f, bool value_given) {
   Result<etcdserverpb::PutResponse> response = (*client)->Put(*request, ctl.Call());
   if (!response.ok()) return response.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*response) << "\n";
+    ctl.out() << GoJson(*response) << "\n";
   } else {
     PrintPut(ctl.out(), *response);
   }
@@ -109,7 +113,7 @@ Status RunDel(Ctl& ctl, const DelFlags& f) {
   Result<etcdserverpb::DeleteRangeResponse> response = (*client)->DeleteRange(*request, ctl.Call());
   if (!response.ok()) return response.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*response) << "\n";
+    ctl.out() << GoJson(*response) << "\n";
   } else {
     PrintDelete(ctl.out(), *response);
   }
@@ -125,11 +129,7 @@ Status RunCompaction(Ctl& ctl, std::int64_t revision, bool physical) {
   request.set_physical(physical);
   Result<etcdserverpb::CompactionResponse> response = (*client)->Compact(request, ctl.Call());
   if (!response.ok()) return response.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*response) << "\n";
-  } else {
-    ctl.out() << "compacted revision " << revision << "\n";
-  }
+  ctl.out() << "compacted revision " << revision << "\n";  // etcdctl: in every format
   return Status::Ok();
 }
 
@@ -237,10 +237,8 @@ void PrintRange(std::ostream& out, const etcdserverpb::RangeResponse& r, const G
   for (const auto& kv : r.kvs()) {
     if (f.print_value_only) {
       out << kv.value() << "\n";
-    } else if (f.keys_only) {
-      out << kv.key() << "\n";
     } else {
-      PrintKv(out, kv);
+      PrintKv(out, kv);  // with --keys-only the value is empty: etcdctl's blank line
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "epoch/client/admin.h"
 #include "epoch/etcd_errors.h"
+#include "go_json.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -25,7 +26,13 @@ Status RunGrant(Ctl& ctl, std::int64_t ttl) {
   if (!response.ok()) return response.status();
   if (!response->error().empty()) return Status::FailedPrecondition(response->error());
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*response) << "\n";
+    ctl.out() << GoJsonObject()
+                     .Embed(response->has_header() ? &response->header() : nullptr)
+                     .Int("ID", response->id())
+                     .Int("TTL", response->ttl())
+                     .String("Error", response->error())
+                     .Close()
+              << "\n";
   } else {
     ctl.out() << fmt::format("lease {} granted with TTL({}s)\n", LeaseHex(response->id()),
                              response->ttl());
@@ -41,7 +48,7 @@ Status RunRevoke(Ctl& ctl, std::int64_t id) {
   Result<etcdserverpb::LeaseRevokeResponse> response = (*client)->LeaseRevoke(request, ctl.Call());
   if (!response.ok()) return response.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*response) << "\n";
+    ctl.out() << GoJson(*response) << "\n";
   } else {
     ctl.out() << fmt::format("lease {} revoked\n", LeaseHex(id));
   }
@@ -50,7 +57,12 @@ Status RunRevoke(Ctl& ctl, std::int64_t id) {
 
 void PrintKeepAlive(Ctl& ctl, const etcdserverpb::LeaseKeepAliveResponse& r) {
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(r) << "\n";
+    ctl.out() << GoJsonObject()
+                     .Embed(r.has_header() ? &r.header() : nullptr)
+                     .Int("ID", r.id())
+                     .Int("TTL", r.ttl())
+                     .Close()
+              << "\n";
   } else {
     ctl.out() << fmt::format("lease {} keepalived with TTL({})\n", LeaseHex(r.id()), r.ttl());
   }
@@ -91,7 +103,18 @@ Status RunTimeToLive(Ctl& ctl, std::int64_t id, bool keys) {
   Result<etcdserverpb::LeaseTimeToLiveResponse> r = (*client)->LeaseTimeToLive(request, ctl.Call());
   if (!r.ok()) return r.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*r) << "\n";
+    std::string names = r->keys_size() == 0 ? "null" : "[";
+    for (const std::string& key : r->keys())
+      names += (names.size() > 1 ? "," : "") + GoJsonBytes(key);
+    if (r->keys_size() > 0) names += "]";
+    ctl.out() << GoJsonObject()
+                     .Embed(r->has_header() ? &r->header() : nullptr)
+                     .Int("id", r->id())
+                     .Int("ttl", r->ttl())
+                     .Int("granted-ttl", r->grantedttl())
+                     .Raw("keys", names)
+                     .Close()
+              << "\n";
     return Status::Ok();
   }
   if (r->ttl() == -1) {
@@ -115,7 +138,15 @@ Status RunList(Ctl& ctl) {
   Result<etcdserverpb::LeaseLeasesResponse> r = (*client)->LeaseLeases(ctl.Call());
   if (!r.ok()) return r.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*r) << "\n";
+    std::string leases = "[";
+    for (const auto& lease : r->leases()) {
+      leases += (leases.size() > 1 ? "," : "") + GoJsonObject().Int("id", lease.id()).Close();
+    }
+    ctl.out() << GoJsonObject()
+                     .Embed(r->has_header() ? &r->header() : nullptr)
+                     .Raw("leases", leases + "]")
+                     .Close()
+              << "\n";
   } else if (ctl.format() == OutputFormat::kTable) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& lease : r->leases()) rows.push_back({LeaseHex(lease.id())});
@@ -135,7 +166,7 @@ Status RunShow(Ctl& ctl, std::int64_t id) {
   Result<v1::LeaseStatusResponse> r = client::LeaseStatus(**client, LeaseId(id), true, ctl.Call());
   if (!r.ok()) return r.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*r) << "\n";
+    ctl.out() << GoJson(*r) << "\n";
     return Status::Ok();
   }
   std::int64_t token = 0;

@@ -2,21 +2,10 @@
 #include "output.h"
 
 #include <fmt/format.h>
-#include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 
 namespace epoch::ctl {
-
-std::string Json(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
-    return "{}";  // only for messages protobuf cannot express as JSON (none of ours)
-  }
-  return json;
-}
 
 void PrintTable(std::ostream& out, const std::vector<std::string>& headers,
                 const std::vector<std::vector<std::string>>& rows) {
@@ -34,7 +23,7 @@ void PrintTable(std::ostream& out, const std::vector<std::string>& headers,
     for (std::size_t i = 0; i < widths.size(); ++i) {
       const std::string cell = i < cells.size() ? cells[i] : "";
       const std::size_t pad = widths[i] - cell.size();
-      const std::size_t left = center ? pad / 2 : 0;
+      const std::size_t left = center ? pad / 2 : pad;  // etcdctl: rows right-aligned
       text += " " + std::string(left, ' ') + cell + std::string(pad - left, ' ') + " |";
     }
     out << text << "\n";

@@ -1,5 +1,5 @@
-// Output helpers shared by the commands: protobuf messages as JSON (etcd's field names, the
-// proto names), aligned ASCII tables (etcdctl -w table), IDs in etcdctl's hex forms, sizes.
+// Output helpers shared by the commands (JSON is go_json.h): aligned ASCII tables (etcdctl -w
+// table), IDs in etcdctl's hex forms, sizes.
 //
 // Threading: pure functions.
 #pragma once
@@ -13,11 +13,8 @@
 
 namespace epoch::ctl {
 
-// One-line JSON of `message` with the .proto field names (etcd's: "header", "kvs",
-// "create_revision", "TTL", ...); bytes are base64, 64-bit integers strings (proto3 JSON).
-std::string Json(const google::protobuf::Message& message);
-
-// +-----+-----+ framed table with upper-case headers, like etcdctl's tablewriter.
+// +-----+-----+ framed table like etcdctl's tablewriter: upper-case headers centred, cells
+// right-aligned.
 void PrintTable(std::ostream& out, const std::vector<std::string>& headers,
                 const std::vector<std::vector<std::string>>& rows);
 

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "go_json.h"
 #include "output.h"
 #include "txn_parse.h"
 
@@ -9,9 +10,10 @@ namespace epoch::ctl {
 namespace {
 
 void PrintTxn(std::ostream& out, const etcdserverpb::TxnResponse& r) {
-  out << (r.succeeded() ? "SUCCESS" : "FAILURE") << "\n\n";
+  out << (r.succeeded() ? "SUCCESS" : "FAILURE") << "\n";
   const GetFlags plain;
   for (const auto& op : r.responses()) {
+    out << "\n";  // etcdctl: a blank line before each response, none after the last
     switch (op.response_case()) {
       case etcdserverpb::ResponseOp::kResponseRange:
         PrintRange(out, op.response_range(), plain);
@@ -22,7 +24,6 @@ void PrintTxn(std::ostream& out, const etcdserverpb::TxnResponse& r) {
         break;
       default: out << "(nested txn)\n"; break;
     }
-    out << "\n";
   }
 }
 
@@ -34,7 +35,7 @@ Status RunTxn(Ctl& ctl, bool interactive) {
   Result<etcdserverpb::TxnResponse> response = (*client)->Txn(*txn, ctl.Call());
   if (!response.ok()) return response.status();
   if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << Json(*response) << "\n";
+    ctl.out() << GoJson(*response) << "\n";
   } else {
     PrintTxn(ctl.out(), *response);
   }

@@ -3,10 +3,26 @@
 
 #include "commands.h"
 #include "epoch/etcd_errors.h"
+#include "go_json.h"
 #include "output.h"
 
 namespace epoch::ctl {
 namespace {
+
+// clientv3.WatchResponse through encoding/json: the header by value, the exported fields named
+// as in Go and never omitted.
+std::string WatchJson(const etcdserverpb::WatchResponse& r) {
+  std::string events = r.events_size() == 0 ? "null" : "[";
+  for (const auto& event : r.events()) events += (events.size() > 1 ? "," : "") + GoJson(event);
+  if (r.events_size() > 0) events += "]";
+  return GoJsonObject()
+      .Raw("Header", GoJson(r.header()))
+      .Raw("Events", events)
+      .Int("CompactRevision", r.compact_revision())
+      .Bool("Canceled", r.canceled())
+      .Bool("Created", r.created())
+      .Close();
+}
 
 struct WatchFlags {
   std::string key;
@@ -60,7 +76,7 @@ Status RunWatch(Ctl& ctl, const WatchFlags& f) {
     }
     if (response->events_size() == 0) continue;  // created / progress
     if (ctl.format() == OutputFormat::kJson) {
-      ctl.out() << Json(*response) << "\n";
+      ctl.out() << WatchJson(*response) << "\n";
       seen += response->events_size();
     } else {
       for (const auto& event : response->events()) {

@@ -88,26 +88,26 @@ TEST_CASE("epochctl: put get del txn watch compaction, cluster views, errors, no
   CHECK(CtlOk(c, {"put", "a/1", "uno", "--prev-kv"}) == "OK\na/1\none\n");
   CHECK(CtlOk(c, {"get", "a/1"}) == "a/1\nuno\n");
   CHECK(CtlOk(c, {"get", "a/", "--prefix"}) == "a/1\nuno\na/2\ntwo\na/3\nthree\n");
-  CHECK(CtlOk(c, {"get", "a/", "--prefix", "--limit=1", "--keys-only"}) == "a/1\n");
+  CHECK(CtlOk(c, {"get", "a/", "--prefix", "--limit=1", "--keys-only"}) == "a/1\n\n");
   CHECK(CtlOk(c, {"get", "a/", "--prefix", "--print-value-only", "--sort-by=CREATE",
                   "--order=DESCEND"}) == "three\ntwo\nuno\n");
   CHECK(CtlOk(c, {"get", "a/", "--prefix", "--count-only"}) == "3\n");
-  CHECK(CtlOk(c, {"get", "a/2", "--from-key", "--keys-only"}) == "a/2\na/3\n");
-  CHECK(CtlOk(c, {"get", "a/1", "a/3", "--keys-only", "--consistency=s"}) == "a/1\na/2\n");
+  CHECK(CtlOk(c, {"get", "a/2", "--from-key", "--keys-only"}) == "a/2\n\na/3\n\n");
+  CHECK(CtlOk(c, {"get", "a/1", "a/3", "--keys-only", "--consistency=s"}) == "a/1\n\na/2\n\n");
   auto json = ParseJson<etcdserverpb::RangeResponse>(CtlOk(c, {"get", "a/1", "-w", "json"}));
   REQUIRE(json.kvs_size() == 1);
   CHECK(json.kvs(0).value() == "uno");
   CHECK(json.kvs(0).version() == 2);
   const std::int64_t first_rev = json.kvs(0).create_revision();
   CHECK(CtlOk(c, {"get", "a/1", "--rev", std::to_string(first_rev)}) == "a/1\none\n");
-  CHECK(CtlOk(c, {"get", "a/1", "-w", "table"}).find("| a/1 | uno   |") != std::string::npos);
+  CHECK(CtlOk(c, {"get", "a/1", "-w", "table"}).find("| a/1 |   uno |") != std::string::npos);
 
   // txn from stdin (etcdctl syntax), both branches, and a malformed one.
   CHECK(
       CtlOk(c, {"txn"}, "value(\"a/1\") = \"uno\"\n\nput t/ok yes\nget a/2\n\nput t/no yes\n\n") ==
-      "SUCCESS\n\nOK\n\na/2\ntwo\n\n");
+      "SUCCESS\n\nOK\n\na/2\ntwo\n");
   CHECK(CtlOk(c, {"txn"}, "mod(\"a/1\") < \"1\"\n\nput t/ok2 yes\n\ndel a/2 --prev-kv\n\n") ==
-        "FAILURE\n\n1\na/2\ntwo\n\n");
+        "FAILURE\n\n1\na/2\ntwo\n");
   CHECK(CtlOk(c, {"txn", "-i"}, "create(\"t/ok\") > \"0\"\n\nget t/ok\n\n\n")
             .find("SUCCESS\n\nt/ok\nyes\n") != std::string::npos);
   CtlFails(c, {"txn"}, "malformed comparison", "value(a/1) = \"x\"\n\n\n\n");
