@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "epoch/client/admin.h"
 #include "go_json.h"
+#include "machine_output.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -24,10 +25,9 @@ Status RunMemberList(Ctl& ctl) {
   if (!client.ok()) return client.status();
   Result<etcdserverpb::MemberListResponse> r = (*client)->MemberList(ctl.Call());
   if (!r.ok()) return r.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(*r) << "\n";
-    return Status::Ok();
-  }
+  Result<bool> printed = PrintMachine(ctl, *r);
+  if (!printed.ok()) return printed.status();
+  if (*printed) return Status::Ok();
   std::vector<std::vector<std::string>> rows;
   for (const auto& m : r->members()) {
     rows.push_back({MemberHex(m.id()), m.name().empty() ? "unstarted" : "started", m.name(),
@@ -72,6 +72,7 @@ Status RunEndpointStatus(Ctl& ctl, bool cluster) {
   }
   std::vector<std::vector<std::string>> rows;
   std::string json = "[";
+  std::vector<EndpointStatus> statuses;
   Status failed;
   for (std::size_t i = 0; i < probes.size(); ++i) {
     const std::string& ep = (*endpoints)[i];
@@ -90,9 +91,13 @@ Status RunEndpointStatus(Ctl& ctl, bool cluster) {
                     std::to_string(s->raftindex()), std::to_string(s->raftappliedindex()), errors});
     json += (json.size() > 1 ? "," : "") +
             GoJsonObject().String("Endpoint", ep).Raw("Status", GoJson(*s)).Close();
+    statuses.push_back({ep, *s});
   }
+  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported("protobuf");
   if (ctl.format() == OutputFormat::kJson) {
     ctl.out() << json << "]\n";
+  } else if (ctl.format() == OutputFormat::kFields) {
+    ctl.out() << FieldsOf(statuses);
   } else if (ctl.format() == OutputFormat::kTable) {
     PrintTable(ctl.out(),
                {"ENDPOINT", "ID", "VERSION", "DB SIZE", "IS LEADER", "IS LEARNER", "RAFT TERM",
@@ -152,8 +157,10 @@ Status RunEndpointHealth(Ctl& ctl, bool cluster) {
   for (const std::string& ep : *endpoints) {
     probes.push_back(std::async(std::launch::async, [&ctl, ep] { return Probe(ctl, ep); }));
   }
+  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported("protobuf");
   bool all = true;
   std::vector<std::vector<std::string>> rows;
+  std::vector<EndpointHealth> healths;
   std::string json = "[";
   for (auto& probe : probes) {
     Health h = probe.get();
@@ -164,6 +171,7 @@ Status RunEndpointHealth(Ctl& ctl, bool cluster) {
     entry.String("endpoint", h.endpoint).Bool("health", h.healthy).String("took", took);
     if (!h.error.empty()) entry.String("error", h.error);  // omitempty
     json += (json.size() > 1 ? "," : "") + entry.Close();
+    healths.push_back({h.endpoint, h.healthy, took, h.error});
     if (ctl.format() == OutputFormat::kSimple) {
       if (h.healthy) {
         ctl.out() << fmt::format("{} is healthy: successfully committed proposal: took = {}\n",
@@ -175,6 +183,7 @@ Status RunEndpointHealth(Ctl& ctl, bool cluster) {
     }
   }
   if (ctl.format() == OutputFormat::kJson) ctl.out() << json << "]\n";
+  if (ctl.format() == OutputFormat::kFields) ctl.out() << FieldsOf(healths);
   if (ctl.format() == OutputFormat::kTable) {
     PrintTable(ctl.out(), {"ENDPOINT", "HEALTH", "TOOK", "ERROR"}, rows);
   }
@@ -193,9 +202,9 @@ Status RunMoveLeader(Ctl& ctl, const std::string& target_hex) {
   Result<etcdserverpb::MoveLeaderResponse> r =
       client::MoveLeader(**client, static_cast<std::uint64_t>(*target), ctl.Call());
   if (!r.ok()) return r.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(*r) << "\n";
-  } else {
+  Result<bool> printed = PrintMachine(ctl, *r);
+  if (!printed.ok()) return printed.status();
+  if (!*printed) {
     ctl.out() << fmt::format("Leadership transferred from {} to {}\n",
                              MemberHex(status->header().member_id()), target_hex);
   }
@@ -204,11 +213,10 @@ Status RunMoveLeader(Ctl& ctl, const std::string& target_hex) {
 
 // Alarms as etcdctl prints them (list and disarm share the display): JSON, a table, or one
 // "memberID:<id> alarm:<type>" line each.
-void PrintAlarms(Ctl& ctl, const etcdserverpb::AlarmResponse& r) {
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(r) << "\n";
-    return;
-  }
+Status PrintAlarms(Ctl& ctl, const etcdserverpb::AlarmResponse& r) {
+  Result<bool> printed = PrintMachine(ctl, r);
+  if (!printed.ok()) return printed.status();
+  if (*printed) return Status::Ok();
   std::vector<std::vector<std::string>> rows;
   for (const auto& alarm : r.alarms()) {
     rows.push_back({std::to_string(alarm.memberid()), etcdserverpb::AlarmType_Name(alarm.alarm())});
@@ -218,6 +226,7 @@ void PrintAlarms(Ctl& ctl, const etcdserverpb::AlarmResponse& r) {
   } else {
     for (const auto& row : rows) ctl.out() << fmt::format("memberID:{} alarm:{}\n", row[0], row[1]);
   }
+  return Status::Ok();
 }
 
 Status RunAlarmList(Ctl& ctl) {
@@ -227,8 +236,7 @@ Status RunAlarmList(Ctl& ctl) {
   request.set_action(etcdserverpb::AlarmRequest::GET);
   Result<etcdserverpb::AlarmResponse> r = client::Alarm(**client, request, ctl.Call());
   if (!r.ok()) return r.status();
-  PrintAlarms(ctl, *r);
-  return Status::Ok();
+  return PrintAlarms(ctl, *r);
 }
 
 // etcdctl's `alarm disarm`: every active alarm is deactivated; the ones cleared are printed.
@@ -250,8 +258,7 @@ Status RunAlarmDisarm(Ctl& ctl) {
     for (const auto& a : r->alarms()) *cleared.add_alarms() = a;
     *cleared.mutable_header() = r->header();
   }
-  PrintAlarms(ctl, cleared);
-  return Status::Ok();
+  return PrintAlarms(ctl, cleared);
 }
 
 // etcdctl's `defrag`: each endpoint in turn (a member's defragmentation is its own).
@@ -278,9 +285,9 @@ Status RunDefrag(Ctl& ctl, bool cluster) {
 template <typename Response>
 Status PrintMemberChange(Ctl& ctl, const Result<Response>& r, const std::string& what) {
   if (!r.ok()) return r.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(*r) << "\n";
-  } else {
+  Result<bool> printed = PrintMachine(ctl, *r);
+  if (!printed.ok()) return printed.status();
+  if (!*printed) {
     ctl.out() << what << "\n";
   }
   return Status::Ok();

@@ -105,9 +105,14 @@ Status Ctl::Prepare() {
     format_ = OutputFormat::kJson;
   } else if (flags.write_out == "table") {
     format_ = OutputFormat::kTable;
+  } else if (flags.write_out == "fields") {
+    format_ = OutputFormat::kFields;
+  } else if (flags.write_out == "protobuf") {
+    format_ = OutputFormat::kProtobuf;
   } else {
     return Status::InvalidArgument(
-        fmt::format("unsupported output format \"{}\" (simple, json, table)", flags.write_out));
+        fmt::format("unsupported output format \"{}\" (simple, json, table, fields, protobuf)",
+                    flags.write_out));
   }
   if (Endpoints().empty()) return Status::InvalidArgument("no endpoints given");
   dial_timeout_ = *dial;

@@ -18,7 +18,7 @@
 
 namespace epoch::ctl {
 
-enum class OutputFormat { kSimple, kJson, kTable };
+enum class OutputFormat { kSimple, kJson, kTable, kFields, kProtobuf };
 
 struct GlobalFlags {
   std::string endpoints;  // comma separated; default EPOCH_ENDPOINTS, then 127.0.0.1:2379

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "go_json.h"
+#include "machine_output.h"
 #include "output.h"
 
 namespace epoch::ctl {
@@ -79,10 +80,13 @@ Status RunGet(Ctl& ctl, const GetFlags& f) {
   if (!client.ok()) return client.status();
   Result<etcdserverpb::RangeResponse> response = (*client)->Range(*request, ctl.Call());
   if (!response.ok()) return response.status();
-  switch (ctl.format()) {
-    case OutputFormat::kJson: ctl.out() << GoJson(*response) << "\n"; break;
-    case OutputFormat::kTable: PrintTable(ctl.out(), kKvHeaders, KvRows(response->kvs())); break;
-    case OutputFormat::kSimple: PrintRange(ctl.out(), *response, f); break;
+  Result<bool> printed = PrintMachine(ctl, *response);
+  if (!printed.ok()) return printed.status();
+  if (*printed) return Status::Ok();
+  if (ctl.format() == OutputFormat::kTable) {
+    PrintTable(ctl.out(), kKvHeaders, KvRows(response->kvs()));
+  } else {
+    PrintRange(ctl.out(), *response, f);
   }
   return Status::Ok();
 }
@@ -97,9 +101,9 @@ Status RunPut(Ctl& ctl, PutFlags f, bool value_given) {
   if (!client.ok()) return client.status();
   Result<etcdserverpb::PutResponse> response = (*client)->Put(*request, ctl.Call());
   if (!response.ok()) return response.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(*response) << "\n";
-  } else {
+  Result<bool> printed = PrintMachine(ctl, *response);
+  if (!printed.ok()) return printed.status();
+  if (!*printed) {
     PrintPut(ctl.out(), *response);
   }
   return Status::Ok();
@@ -112,9 +116,9 @@ Status RunDel(Ctl& ctl, const DelFlags& f) {
   if (!client.ok()) return client.status();
   Result<etcdserverpb::DeleteRangeResponse> response = (*client)->DeleteRange(*request, ctl.Call());
   if (!response.ok()) return response.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(*response) << "\n";
-  } else {
+  Result<bool> printed = PrintMachine(ctl, *response);
+  if (!printed.ok()) return printed.status();
+  if (!*printed) {
     PrintDelete(ctl.out(), *response);
   }
   return Status::Ok();

@@ -3,18 +3,45 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 #include "commands.h"
 #include "epoch/client/admin.h"
 #include "epoch/etcd_errors.h"
+#include "fields_output.h"
 #include "go_json.h"
+#include "machine_output.h"
 #include "output.h"
 
 namespace epoch::ctl {
 namespace {
 
 Status LeaseNotFound() { return etcd_errors::kLeaseNotFound.ToStatus(); }
+
+// clientv3 hands etcdctl these responses in structs of its own: `json` and `fields` print that
+// struct, and `protobuf` marshals the header alone (the struct embeds *pb.ResponseHeader, whose
+// Marshal method Go promotes). True when printed, false for simple and table.
+bool PrintWrapper(Ctl& ctl, const etcdserverpb::ResponseHeader& header,
+                  const std::function<std::string()>& json,
+                  const std::function<std::string()>& fields) {
+  switch (ctl.format()) {
+    case OutputFormat::kJson: ctl.out() << json() << "\n"; return true;
+    case OutputFormat::kFields: ctl.out() << fields(); return true;
+    case OutputFormat::kProtobuf: ctl.out() << header.SerializeAsString(); return true;
+    case OutputFormat::kSimple:
+    case OutputFormat::kTable: break;
+  }
+  return false;
+}
+
+std::string LeaseJson(const etcdserverpb::ResponseHeader* header, std::int64_t id, std::int64_t ttl,
+                      const std::string* error) {
+  GoJsonObject object;
+  object.Embed(header).Int("ID", id).Int("TTL", ttl);
+  if (error != nullptr) object.String("Error", *error);
+  return object.Close();
+}
 
 Status RunGrant(Ctl& ctl, std::int64_t ttl) {
   if (ttl <= 0) return Status::InvalidArgument("lease TTL must be positive (seconds)");
@@ -25,15 +52,14 @@ Status RunGrant(Ctl& ctl, std::int64_t ttl) {
   Result<etcdserverpb::LeaseGrantResponse> response = (*client)->LeaseGrant(request, ctl.Call());
   if (!response.ok()) return response.status();
   if (!response->error().empty()) return Status::FailedPrecondition(response->error());
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJsonObject()
-                     .Embed(response->has_header() ? &response->header() : nullptr)
-                     .Int("ID", response->id())
-                     .Int("TTL", response->ttl())
-                     .String("Error", response->error())
-                     .Close()
-              << "\n";
-  } else {
+  const etcdserverpb::LeaseGrantResponse& r = *response;
+  const bool printed = PrintWrapper(
+      ctl, r.header(),
+      [&r] {
+        return LeaseJson(r.has_header() ? &r.header() : nullptr, r.id(), r.ttl(), &r.error());
+      },
+      [&r] { return FieldsOfLease(r.header(), r.id(), r.ttl()); });
+  if (!printed) {
     ctl.out() << fmt::format("lease {} granted with TTL({}s)\n", LeaseHex(response->id()),
                              response->ttl());
   }
@@ -47,26 +73,24 @@ Status RunRevoke(Ctl& ctl, std::int64_t id) {
   request.set_id(id);
   Result<etcdserverpb::LeaseRevokeResponse> response = (*client)->LeaseRevoke(request, ctl.Call());
   if (!response.ok()) return response.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(*response) << "\n";
-  } else {
+  Result<bool> printed = PrintMachine(ctl, *response);
+  if (!printed.ok()) return printed.status();
+  if (!*printed) {
     ctl.out() << fmt::format("lease {} revoked\n", LeaseHex(id));
   }
   return Status::Ok();
 }
 
-void PrintKeepAlive(Ctl& ctl, const etcdserverpb::LeaseKeepAliveResponse& r) {
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJsonObject()
-                     .Embed(r.has_header() ? &r.header() : nullptr)
-                     .Int("ID", r.id())
-                     .Int("TTL", r.ttl())
-                     .Close()
-              << "\n";
-  } else {
+Status PrintKeepAlive(Ctl& ctl, const etcdserverpb::LeaseKeepAliveResponse& r) {
+  const bool printed = PrintWrapper(
+      ctl, r.header(),
+      [&r] { return LeaseJson(r.has_header() ? &r.header() : nullptr, r.id(), r.ttl(), nullptr); },
+      [&r] { return FieldsOfLease(r.header(), r.id(), r.ttl()); });
+  if (!printed) {
     ctl.out() << fmt::format("lease {} keepalived with TTL({})\n", LeaseHex(r.id()), r.ttl());
   }
   ctl.out().flush();
+  return Status::Ok();
 }
 
 // Renews every TTL/3 until interrupted or the lease is gone (then an error, like etcdctl's
@@ -83,7 +107,7 @@ Status RunKeepAlive(Ctl& ctl, std::int64_t id, bool once) {
       if (once) return LeaseNotFound();
       return Status::NotFound(fmt::format("lease {} expired or revoked", LeaseHex(id)));
     }
-    PrintKeepAlive(ctl, *r);
+    EPOCH_RETURN_IF_ERROR(PrintKeepAlive(ctl, *r));
     if (once) return Status::Ok();
     std::mutex mu;
     std::condition_variable_any cv;
@@ -102,21 +126,25 @@ Status RunTimeToLive(Ctl& ctl, std::int64_t id, bool keys) {
   request.set_keys(keys);
   Result<etcdserverpb::LeaseTimeToLiveResponse> r = (*client)->LeaseTimeToLive(request, ctl.Call());
   if (!r.ok()) return r.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    std::string names = r->keys_size() == 0 ? "null" : "[";
-    for (const std::string& key : r->keys())
-      names += (names.size() > 1 ? "," : "") + GoJsonBytes(key);
-    if (r->keys_size() > 0) names += "]";
-    ctl.out() << GoJsonObject()
-                     .Embed(r->has_header() ? &r->header() : nullptr)
-                     .Int("id", r->id())
-                     .Int("ttl", r->ttl())
-                     .Int("granted-ttl", r->grantedttl())
-                     .Raw("keys", names)
-                     .Close()
-              << "\n";
-    return Status::Ok();
-  }
+  const etcdserverpb::LeaseTimeToLiveResponse& ttl = *r;
+  const bool printed = PrintWrapper(
+      ctl, ttl.header(),
+      [&ttl] {
+        std::string names = ttl.keys_size() == 0 ? "null" : "[";
+        for (const std::string& key : ttl.keys()) {
+          names += (names.size() > 1 ? "," : "") + GoJsonBytes(key);
+        }
+        if (ttl.keys_size() > 0) names += "]";
+        return GoJsonObject()
+            .Embed(ttl.has_header() ? &ttl.header() : nullptr)
+            .Int("id", ttl.id())
+            .Int("ttl", ttl.ttl())
+            .Int("granted-ttl", ttl.grantedttl())
+            .Raw("keys", names)
+            .Close();
+      },
+      [&ttl] { return FieldsOf(ttl); });
+  if (printed) return Status::Ok();
   if (r->ttl() == -1) {
     ctl.out() << fmt::format("lease {} already expired\n", LeaseHex(id));
     return Status::Ok();
@@ -137,17 +165,22 @@ Status RunList(Ctl& ctl) {
   if (!client.ok()) return client.status();
   Result<etcdserverpb::LeaseLeasesResponse> r = (*client)->LeaseLeases(ctl.Call());
   if (!r.ok()) return r.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    std::string leases = "[";
-    for (const auto& lease : r->leases()) {
-      leases += (leases.size() > 1 ? "," : "") + GoJsonObject().Int("id", lease.id()).Close();
-    }
-    ctl.out() << GoJsonObject()
-                     .Embed(r->has_header() ? &r->header() : nullptr)
-                     .Raw("leases", leases + "]")
-                     .Close()
-              << "\n";
-  } else if (ctl.format() == OutputFormat::kTable) {
+  const etcdserverpb::LeaseLeasesResponse& list = *r;
+  const bool printed = PrintWrapper(
+      ctl, list.header(),
+      [&list] {
+        std::string leases = "[";
+        for (const auto& lease : list.leases()) {
+          leases += (leases.size() > 1 ? "," : "") + GoJsonObject().Int("id", lease.id()).Close();
+        }
+        return GoJsonObject()
+            .Embed(list.has_header() ? &list.header() : nullptr)
+            .Raw("leases", leases + "]")
+            .Close();
+      },
+      [&list] { return FieldsOf(list); });
+  if (printed) return Status::Ok();
+  if (ctl.format() == OutputFormat::kTable) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& lease : r->leases()) rows.push_back({LeaseHex(lease.id())});
     PrintTable(ctl.out(), {"ID"}, rows);

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   app.add_option("--command-timeout", ctl.flags.command_timeout,
                  "Timeout for short running commands (excluding dial timeout)")
       ->capture_default_str();
-  app.add_option("-w,--write-out", ctl.flags.write_out, "Output format: simple, json, table")
+  app.add_option("-w,--write-out", ctl.flags.write_out,
+                 "Output format: simple, json, table, fields, protobuf")
       ->capture_default_str();
   app.add_option("--cacert", ctl.flags.cacert,
                  "Verify certificates of TLS-enabled secure servers using this CA bundle");

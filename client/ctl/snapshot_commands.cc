@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "epoch/client/admin.h"
+#include "machine_output.h"
 #include "output.h"
 #include "snapshot_file.h"
 
@@ -79,6 +80,11 @@ Status RunStatus(Ctl& ctl, const std::string& path) {
                    std::to_string(info->voters.size()), std::to_string(info->file_count),
                    HumanBytes(info->total_bytes)}});
       break;
+    case OutputFormat::kFields:  // etcdctl's names; the archive records no key count
+      ctl.out() << fmt::format("\"Hash\" : {}\n\"Revision\" : {}\n\"Size\" : {}\n", hash,
+                               info->revision, info->total_bytes);
+      break;
+    case OutputFormat::kProtobuf: return FormatUnsupported("protobuf");
     case OutputFormat::kSimple:
       ctl.out() << fmt::format("{}, {}, {}, {}, {}\n", hash, info->revision, info->applied_index,
                                info->file_count, HumanBytes(info->total_bytes));

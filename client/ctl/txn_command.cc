@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "go_json.h"
+#include "machine_output.h"
 #include "output.h"
 #include "txn_parse.h"
 
@@ -34,9 +35,9 @@ Status RunTxn(Ctl& ctl, bool interactive) {
   if (!client.ok()) return client.status();
   Result<etcdserverpb::TxnResponse> response = (*client)->Txn(*txn, ctl.Call());
   if (!response.ok()) return response.status();
-  if (ctl.format() == OutputFormat::kJson) {
-    ctl.out() << GoJson(*response) << "\n";
-  } else {
+  Result<bool> printed = PrintMachine(ctl, *response);
+  if (!printed.ok()) return printed.status();
+  if (!*printed) {
     PrintTxn(ctl.out(), *response);
   }
   return Status::Ok();

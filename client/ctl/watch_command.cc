@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "epoch/etcd_errors.h"
+#include "fields_output.h"
 #include "go_json.h"
 #include "output.h"
 
@@ -77,6 +78,12 @@ Status RunWatch(Ctl& ctl, const WatchFlags& f) {
     if (response->events_size() == 0) continue;  // created / progress
     if (ctl.format() == OutputFormat::kJson) {
       ctl.out() << WatchJson(*response) << "\n";
+      seen += response->events_size();
+    } else if (ctl.format() == OutputFormat::kFields) {
+      ctl.out() << FieldsOf(*response);
+      seen += response->events_size();
+    } else if (ctl.format() == OutputFormat::kProtobuf) {
+      ctl.out() << response->SerializeAsString();
       seen += response->events_size();
     } else {
       for (const auto& event : response->events()) {
