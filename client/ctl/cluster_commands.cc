@@ -1,4 +1,5 @@
-// member list/add/remove/promote, endpoint status/health, move-leader, alarm list/disarm, defrag.
+// member list/add/remove/promote, endpoint status/health/hashkv, move-leader, alarm list/disarm,
+// defrag.
 #include <fmt/format.h>
 
 #include <future>
@@ -109,6 +110,49 @@ Status RunEndpointStatus(Ctl& ctl, bool cluster) {
       for (const std::string& cell : row) line += (line.empty() ? "" : ", ") + cell;
       ctl.out() << line << "\n";
     }
+  }
+  return failed;
+}
+
+// etcdctl's `endpoint hashkv`: Maintenance.HashKV of every endpoint, asked in parallel.
+Status RunEndpointHashKV(Ctl& ctl, bool cluster, std::int64_t revision) {
+  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported("protobuf");
+  Result<std::vector<std::string>> endpoints = TargetEndpoints(ctl, cluster);
+  if (!endpoints.ok()) return endpoints.status();
+  Result<std::unique_ptr<client::Client>> client = ctl.ClientFor(*endpoints);
+  if (!client.ok()) return client.status();
+  std::vector<std::future<Result<etcdserverpb::HashKVResponse>>> probes;
+  for (std::size_t i = 0; i < endpoints->size(); ++i) {
+    probes.push_back(std::async(std::launch::async,
+                                [&, i] { return (*client)->HashKVOf(i, revision, ctl.Call()); }));
+  }
+  std::vector<EndpointHashKV> hashes;
+  Status failed;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    Result<etcdserverpb::HashKVResponse> h = probes[i].get();
+    if (!h.ok()) {
+      std::cerr << fmt::format("Failed to get the hash of endpoint {} ({})\n", (*endpoints)[i],
+                               ErrorLine(h.status()));
+      if (failed.ok()) failed = h.status();
+      continue;
+    }
+    hashes.push_back({(*endpoints)[i], *h});
+  }
+  std::string json = "[";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [ep, h] : hashes) {
+    json += (json.size() > 1 ? "," : "") +
+            GoJsonObject().String("Endpoint", ep).Raw("HashKV", GoJson(h)).Close();
+    rows.push_back({ep, std::to_string(h.hash())});
+  }
+  switch (ctl.format()) {
+    case OutputFormat::kJson: ctl.out() << json << "]\n"; break;
+    case OutputFormat::kFields: ctl.out() << FieldsOf(hashes); break;
+    case OutputFormat::kTable: PrintTable(ctl.out(), {"ENDPOINT", "HASH"}, rows); break;
+    case OutputFormat::kSimple:
+    case OutputFormat::kProtobuf:
+      for (const auto& row : rows) ctl.out() << row[0] << ", " << row[1] << "\n";
+      break;
   }
   return failed;
 }
@@ -361,6 +405,13 @@ void RegisterClusterCommands(CLI::App& app, Ctl& ctl) {
   CLI::App* health = endpoint->add_subcommand("health", "Checks the healthiness of endpoints");
   health->add_flag("--cluster", *cluster, "Use all endpoints from the cluster member list");
   health->callback(Runner(ctl, [&ctl, cluster] { return RunEndpointHealth(ctl, *cluster); }));
+  auto rev = std::make_shared<std::int64_t>(0);
+  CLI::App* hashkv = endpoint->add_subcommand(
+      "hashkv", "Prints the KV history hash for each endpoint in --endpoints");
+  hashkv->add_flag("--cluster", *cluster, "Use all endpoints from the cluster member list");
+  hashkv->add_option("--rev", *rev, "Maximum revision to hash (default: all revisions)");
+  hashkv->callback(
+      Runner(ctl, [&ctl, cluster, rev] { return RunEndpointHashKV(ctl, *cluster, *rev); }));
 
   auto target = std::make_shared<std::string>();
   CLI::App* move = app.add_subcommand("move-leader", "Transfers leadership to another member");

@@ -205,4 +205,13 @@ std::string FieldsOf(const std::vector<EndpointHealth>& healths) {
   return out;
 }
 
+std::string FieldsOf(const std::vector<EndpointHashKV>& hashes) {
+  std::string out;
+  for (const auto& [endpoint, h] : hashes) {
+    out +=
+        Header(h.header()) + Line("Endpoint", GoQuote(endpoint)) + ULine("Hash", h.hash()) + "\n";
+  }
+  return out;
+}
+
 }  // namespace epoch::ctl

@@ -44,4 +44,10 @@ struct EndpointHealth {
 };
 std::string FieldsOf(const std::vector<EndpointHealth>& healths);
 
+struct EndpointHashKV {
+  std::string endpoint;
+  etcdserverpb::HashKVResponse hash;
+};
+std::string FieldsOf(const std::vector<EndpointHashKV>& hashes);
+
 }  // namespace epoch::ctl

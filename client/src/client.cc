@@ -131,6 +131,10 @@ struct Client::Impl {
   Result<std::size_t> DiscoverLeader(SteadyTime deadline, const std::stop_token& stop);
   Result<etcdserverpb::StatusResponse> StatusOf(std::size_t index, SteadyTime deadline,
                                                 const std::stop_token& stop);
+  // One unary call on endpoint `index`, no retry: fn(endpoint, context, response).
+  template <typename Response, typename Fn>
+  Result<Response> CallOne(std::size_t index, std::string_view what, SteadyTime deadline,
+                           const std::stop_token& stop, Fn&& fn);
 };
 
 // Reads and other idempotent calls: retried on transient failures and "not leader" answers,
@@ -219,21 +223,29 @@ Result<Response> Client::Impl::CallWrite(std::string_view what, const CallOption
   }
 }
 
-Result<etcdserverpb::StatusResponse> Client::Impl::StatusOf(std::size_t index, SteadyTime deadline,
-                                                            const std::stop_token& stop) {
+template <typename Response, typename Fn>
+Result<Response> Client::Impl::CallOne(std::size_t index, std::string_view what,
+                                       SteadyTime deadline, const std::stop_token& stop, Fn&& fn) {
   Endpoint& endpoint = endpoints[index];
   if (!Connect(index, deadline, stop)) {
-    return Status::Unavailable(fmt::format("status of {}: cannot connect", endpoint.target));
+    return Status::Unavailable(fmt::format("{} of {}: cannot connect", what, endpoint.target));
   }
   grpc::ClientContext context;
   PrepareContext(context, deadline);
   std::stop_callback cancel(stop, [&context] { context.TryCancel(); });
-  etcdserverpb::StatusResponse response;
-  const grpc::Status result =
-      endpoint.maintenance->Status(&context, etcdserverpb::StatusRequest(), &response);
+  Response response;
+  const grpc::Status result = fn(endpoint, context, response);
   Classified c = internal::Classify(result);
   if (c.disposition == Disposition::kOk) return response;
-  return c.status.Annotate(fmt::format("status of {}", endpoint.target));
+  return c.status.Annotate(fmt::format("{} of {}", what, endpoint.target));
+}
+
+Result<etcdserverpb::StatusResponse> Client::Impl::StatusOf(std::size_t index, SteadyTime deadline,
+                                                            const std::stop_token& stop) {
+  return CallOne<etcdserverpb::StatusResponse>(
+      index, "status", deadline, stop, [](Endpoint& e, grpc::ClientContext& ctx, auto& response) {
+        return e.maintenance->Status(&ctx, etcdserverpb::StatusRequest(), &response);
+      });
 }
 
 Result<std::size_t> Client::Impl::DiscoverLeader(SteadyTime deadline, const std::stop_token& stop) {
@@ -455,6 +467,18 @@ Result<etcdserverpb::StatusResponse> Client::StatusOf(std::size_t endpoint,
                                                       const CallOptions& call) {
   if (endpoint >= impl_->endpoints.size()) return Status::InvalidArgument("no such endpoint");
   return impl_->StatusOf(endpoint, impl_->DeadlineOf(call), call.stop);
+}
+
+Result<etcdserverpb::HashKVResponse> Client::HashKVOf(std::size_t endpoint, std::int64_t revision,
+                                                      const CallOptions& call) {
+  if (endpoint >= impl_->endpoints.size()) return Status::InvalidArgument("no such endpoint");
+  etcdserverpb::HashKVRequest request;
+  request.set_revision(revision);
+  return impl_->CallOne<etcdserverpb::HashKVResponse>(
+      endpoint, "hashkv", impl_->DeadlineOf(call), call.stop,
+      [&request](auto& e, grpc::ClientContext& ctx, auto& response) {
+        return e.maintenance->HashKV(&ctx, request, &response);
+      });
 }
 
 Result<std::size_t> Client::DiscoverLeader(const CallOptions& call) {

@@ -109,11 +109,19 @@ TEST_CASE("epochctl and etcdctl print the same for the same cluster state",
       Same(c, {"alarm", "list", "-w", format});
     }
     Same(c, {"member", "list", "-w", "table"});
+    Same(c, {"endpoint", "hashkv"});
+    Same(c, {"endpoint", "hashkv", "--rev=4", "-w", "table"});
+    const CommandResult version =
+        test::RunCommand({EPOCHCTL_PATH, "version"}, {}, std::chrono::seconds(10));
+    CHECK(version.out.find("epochctl version: ") == 0);
+    CHECK(version.out.find("\nAPI version: 3.4\n") != std::string::npos);
+    CHECK(c.Etcdctl({"version"}).out.find("\nAPI version: 3.4\n") != std::string::npos);
     for (const std::string format : {"json", "fields", "protobuf"}) {
       SameMasked(c, {"lease", "timetolive", lease, "-w", format});
       SameMasked(c, {"lease", "timetolive", lease, "--keys", "-w", format});
       SameMasked(c, {"endpoint", "status", "-w", format});
       SameMasked(c, {"endpoint", "health", "-w", format});
+      Same(c, {"endpoint", "hashkv", "-w", format});
     }
   }
 

@@ -116,6 +116,10 @@ class Client {
   Result<etcdserverpb::StatusResponse> EndpointStatus(const CallOptions& call = {});
   // Status of one endpoint (index into endpoints()), no retry — for `endpoint status`.
   Result<etcdserverpb::StatusResponse> StatusOf(std::size_t endpoint, const CallOptions& call = {});
+  // Maintenance.HashKV of one endpoint at `revision` (0: the latest), no retry — for
+  // `endpoint hashkv`.
+  Result<etcdserverpb::HashKVResponse> HashKVOf(std::size_t endpoint, std::int64_t revision,
+                                                const CallOptions& call = {});
 
   // Asks every endpoint for its Status and prefers the one that reports itself leader. Returns
   // its index, or Unavailable when no endpoint knows a leader among the configured endpoints.
