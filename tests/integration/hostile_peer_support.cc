@@ -17,6 +17,7 @@
 #include "epoch/byte_coding.h"
 #include "epoch/chaos/register_workload.h"
 #include "epoch/lincheck/checker.h"
+#include "epoch/test_support/test_pki.h"
 
 namespace epoch::integration::hostile {
 
@@ -24,41 +25,25 @@ using namespace std::chrono_literals;
 
 // --- Pki ---
 
-namespace {
-
-void Openssl(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/openssl"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  test::CommandResult r = test::RunCommand(argv, {}, 60s);
-  INFO("openssl " << fmt::format("{}", fmt::join(args, " ")) << ": " << r.Describe());
-  REQUIRE(r.exit_code == 0);
-}
-
-}  // namespace
-
 Pki::Pki() {
   MakeCa("ca");
   for (const char* name : {"n1", "n2", "n3"}) Issue(name, name);
 }
 
 void Pki::MakeCa(const std::string& name) {
-  Openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-           "-keyout", Key(name), "-out", Cert(name), "-days", "2", "-subj",
-           fmt::format("/CN=epoch-test-{}", name)});
+  const Status made = test::MakeTestCa(dir_.path(), name);
+  INFO(made.ToString());
+  REQUIRE(made.ok());
 }
 
 void Pki::Issue(const std::string& file, const std::string& cn, const std::string& ca) {
-  const std::string base = dir_.Sub(file);
-  WriteFile(base + ".ext", fmt::format("subjectAltName=DNS:{},IP:127.0.0.1\n", cn));
-  Openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-           Key(file), "-out", base + ".csr", "-subj", fmt::format("/CN={}", cn)});
-  Openssl({"x509", "-req", "-in", base + ".csr", "-CA", Cert(ca), "-CAkey", Key(ca),
-           "-CAcreateserial", "-out", Cert(file), "-days", "2", "-extfile", base + ".ext"});
+  const Status issued = test::IssueTestCertificate(dir_.path(), file, cn, ca);
+  INFO(issued.ToString());
+  REQUIRE(issued.ok());
 }
 
 std::vector<std::string> Pki::PeerFlags(const std::string& cert_of) const {
-  return {"--peer-cert-file",       Cert(cert_of), "--peer-key-file",        Key(cert_of),
-          "--peer-trusted-ca-file", Cert("ca"),    "--peer-client-cert-auth"};
+  return test::PeerTlsFlags(dir_.path(), cert_of);
 }
 
 // --- RawPeer ---
