@@ -310,8 +310,7 @@ ClusterPtr StartHostileCluster(const Pki* pki) {
 
 struct ConcurrentClients::Load {
   explicit Load(chaos::RegisterOptions options) : workload(std::move(options)) {}
-  chaos::RegisterWorkload workload;
-  bool finished = false;
+  chaos::RegisterWorkload workload;  // stops its clients when destroyed
 };
 
 ConcurrentClients::ConcurrentClients(const TestCluster& cluster) {
@@ -329,7 +328,7 @@ ConcurrentClients::ConcurrentClients(const TestCluster& cluster) {
   RequireProgress(20);
 }
 
-ConcurrentClients::~ConcurrentClients() { load_->workload.Stop(); }
+ConcurrentClients::~ConcurrentClients() = default;
 
 void ConcurrentClients::RequireProgress(std::uint64_t more) {
   const std::uint64_t target = load_->workload.completed() + more;
