@@ -286,7 +286,11 @@ void RequireUnharmed(TestCluster& cluster, const Victim& v, const std::string& p
 }
 
 std::vector<std::string> HostileFlags() {
-  std::vector<std::string> flags = test::ClusterOptions{}.extra_flags;
+  // Elections after 1 s without a leader (not the fast tests' 150 ms): the tests check that the
+  // leader is kept, so only an attack may unseat it, never a loaded machine's scheduling stall.
+  // The attacks do not wait for timeouts (a term or TimeoutNow acts at once).
+  std::vector<std::string> flags = {
+      "--tick-ms", "10", "--heartbeat-ticks", "5", "--election-timeout-ticks", "100"};
   flags.insert(flags.end(),
                {"--peer-frame-timeout-ms", "1000", "--peer-max-connections-per-address", "16"});
   return flags;

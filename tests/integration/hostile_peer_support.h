@@ -128,7 +128,7 @@ Victim Survey(TestCluster& cluster);
 void RequireUnharmed(TestCluster& cluster, const Victim& v, const std::string& probe);
 
 // The flags of a cluster under attack: short limits, so the test sees them act (a frame must
-// complete within 1 s, 16 connections per address).
+// complete within 1 s, 16 connections per address), and elections only after 1 s of silence.
 std::vector<std::string> HostileFlags();
 // A 3-node cluster with HostileFlags; with `pki`, peer mTLS (each member presents its own
 // certificate, --peer-client-cert-auth). Plaintext client ports.
