@@ -11,10 +11,13 @@
 #   deploy/local-cluster.sh endpoints      print the client endpoints (host:port,...)
 #   deploy/local-cluster.sh --tls certs    only make the TLS certificates (below)
 #
-#   --tls before the command (deploy/local-cluster.sh --tls start): client TLS with mutual
-#   authentication. A CA, the members' certificate and a client certificate are made with the
+#   --tls before the command (deploy/local-cluster.sh --tls start): client TLS and peer TLS, both
+#   with mutual authentication. A CA, the members' client-port certificate, a client certificate
+#   and one peer certificate per member (CN and SAN DNS = its name, n1..nN) are made with the
 #   openssl CLI in $EPOCH_CLUSTER_DIR/certs; the members serve https:// with --cert-file,
-#   --key-file, --trusted-ca-file and --client-cert-auth. The cluster directory remembers TLS, so
+#   --key-file, --trusted-ca-file and --client-cert-auth, and their peer links with
+#   --peer-cert-file, --peer-key-file, --peer-trusted-ca-file and --peer-client-cert-auth (a peer
+#   certificate must name its member). The cluster directory remembers TLS, so
 #   later commands (status, stop, ...) need no --tls. Connect with
 #   etcdctl --cacert=DIR/certs/ca.pem --cert=DIR/certs/client.pem --key=DIR/certs/client.key
 #
@@ -49,7 +52,7 @@ ctl() {
 # The CA (EC P-256, valid 1 year), a certificate for the members (127.0.0.1, localhost; server
 # and client use: members call each other's client ports) and one for clients (CN root).
 make_certs() {
-  [ -f "$certs/client.pem" ] && return
+  [ -f "$certs/client.pem" ] && [ -f "$certs/peer-n$nodes.pem" ] && return
   mkdir -p "$certs"
   chmod 700 "$certs"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 \
@@ -66,6 +69,19 @@ make_certs() {
       -set_serial $((serial++)) -days 365 -extfile "$certs/leaf.ext" -out "$certs/$name.pem" \
       2>/dev/null
     rm -f "$certs/$name.csr"
+  done
+  # Peer certificates: each names its member, as epochd requires of a peer's certificate.
+  local i
+  for ((i = 1; i <= nodes; i++)); do
+    printf '%s\n' "subjectAltName=DNS:n$i,IP:127.0.0.1" "extendedKeyUsage=serverAuth,clientAuth" \
+      "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+      >"$certs/peer.ext"
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout "$certs/peer-n$i.key" -out "$certs/peer-n$i.csr" -subj "/CN=n$i" 2>/dev/null
+    openssl x509 -req -in "$certs/peer-n$i.csr" -CA "$certs/ca.pem" -CAkey "$certs/ca.key" \
+      -set_serial $((serial++)) -days 365 -extfile "$certs/peer.ext" -out "$certs/peer-n$i.pem" \
+      2>/dev/null
+    rm -f "$certs/peer-n$i.csr"
   done
 }
 
@@ -86,7 +102,9 @@ start_node() {
   local i=$1 peers="" j client peer tls_flags=()
   if ((tls)); then
     tls_flags=(--cert-file "$certs/member.pem" --key-file "$certs/member.key"
-      --trusted-ca-file "$certs/ca.pem" --client-cert-auth)
+      --trusted-ca-file "$certs/ca.pem" --client-cert-auth
+      --peer-cert-file "$certs/peer-n$((i + 1)).pem" --peer-key-file "$certs/peer-n$((i + 1)).key"
+      --peer-trusted-ca-file "$certs/ca.pem" --peer-client-cert-auth)
   fi
   for ((j = 0; j < nodes; j++)); do
     peers+="${peers:+,}n$((j + 1))=http://127.0.0.1:$(peer_port $j)"

@@ -134,7 +134,8 @@ class Round {
 
 void Round::Run() {
   ++t_.rounds;
-  auto cc = ChaosCluster::Start({o_.epochd_path, o_.nodes, o_.raft_flags, seed_, o_.client_tls});
+  auto cc = ChaosCluster::Start(
+      {o_.epochd_path, o_.nodes, o_.raft_flags, seed_, o_.client_tls, o_.peer_tls});
   if (!cc.ok()) return Violation("setup", cc.status().ToString());
   if (!Eventually([&] { return EveryLinkProxied((*cc)->net()); }, milliseconds(10'000),
                   kProcessPoll)) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "epoch/test_support/eventually.h"
+#include "epoch/test_support/test_pki.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::chaos {
@@ -22,8 +23,17 @@ Result<std::unique_ptr<ChaosCluster>> ChaosCluster::Start(ChaosClusterOptions op
   if (!options.raft_flags.empty()) topts.extra_flags = options.raft_flags;
   topts.extra_flags.push_back("--enable-failpoints");
   if (options.client_tls) topts.tls = test::ClusterTls{};  // --auto-tls
+  if (options.peer_tls) {
+    cc->pki_ = std::make_unique<test_support::TempDir>("epoch-chaos-pki");
+    EPOCH_RETURN_IF_ERROR(test::MakeTestCa(cc->pki_->path(), "ca"));
+    for (int i = 1; i <= options.nodes; ++i) {
+      const std::string name = fmt::format("n{}", i);  // TestCluster's member names
+      EPOCH_RETURN_IF_ERROR(test::IssueTestCertificate(cc->pki_->path(), name, name));
+    }
+  }
   ProxyNet* proxies = cc->net_.get();
-  topts.node_flags = [proxies](int self, const std::vector<test::NodeInfo>& infos) {
+  const std::string pki_dir = cc->pki_ ? cc->pki_->path() : std::string();
+  topts.node_flags = [proxies, pki_dir](int self, const std::vector<test::NodeInfo>& infos) {
     std::string dial;
     for (int j = 0; j < static_cast<int>(infos.size()); ++j) {
       proxies->SetTarget(j, infos[static_cast<std::size_t>(j)].peer_port);
@@ -31,7 +41,12 @@ Result<std::unique_ptr<ChaosCluster>> ChaosCluster::Start(ChaosClusterOptions op
       dial += fmt::format("{}{}=127.0.0.1:{}", dial.empty() ? "" : ",",
                           infos[static_cast<std::size_t>(j)].name, proxies->listen_port(self, j));
     }
-    return std::vector<std::string>{"--peer-dial-override", dial};
+    std::vector<std::string> flags = {"--peer-dial-override", dial};
+    if (!pki_dir.empty()) {
+      const auto tls = test::PeerTlsFlags(pki_dir, infos[static_cast<std::size_t>(self)].name);
+      flags.insert(flags.end(), tls.begin(), tls.end());
+    }
+    return flags;
   };
   auto cluster = test::TestCluster::Start(std::move(topts));
   if (!cluster.ok()) return cluster.status();

@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(100L, 3'600'000L));
   app.add_flag("--client-tls", o.client_tls,
                "Serve the client ports over TLS (--auto-tls certificates); clients speak TLS");
+  app.add_flag("--peer-tls", o.peer_tls,
+               "Peer links over mTLS: a test CA and a certificate per member (--peer-cert-file, "
+               "--peer-client-cert-auth), through the fault proxies");
   app.add_flag("!--no-require-every-kind", o.require_every_kind,
                "Do not fail a short run that missed a fault kind");
   try {

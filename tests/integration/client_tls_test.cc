@@ -123,6 +123,15 @@ std::string PresentedSubject(const TestCluster& cluster, int node,
   return all.substr(at, all.find('\n', at) - at);
 }
 
+// epoch_grpc_tls_handshake_failures_total summed over the nodes.
+std::uint64_t HandshakeFailures(const TestCluster& cluster) {
+  double sum = 0;
+  for (int i = 0; i < cluster.size(); ++i) {
+    sum += cluster.Metric(i, "epoch_grpc_tls_handshake_failures_total").value_or(0);
+  }
+  return static_cast<std::uint64_t>(sum);
+}
+
 // The cluster keeps its leader and serves a linearizable write and read over TLS.
 void RequireUnharmed(TestCluster& cluster, int leader_before) {
   REQUIRE(cluster.CheckAlive().ok());
@@ -197,11 +206,19 @@ TEST_CASE("client TLS refuses a missing or foreign client certificate and plaint
   Result<int> leader = cluster->WaitForLeader(seconds(10));
   REQUIRE(leader.ok());
   EtcdctlOk(*cluster, {"put", "k", "v"});
+  // Successful handshakes (the cluster's own clients, the members' calls) are not counted.
+  REQUIRE(cluster->Metric(0, "epoch_grpc_tls_handshake_failures_total").has_value());
+  CHECK(HandshakeFailures(*cluster) == 0);
+  // Each refusal below is counted on the node that refused it.
+  auto counted = [&] {
+    return Eventually([&] { return HandshakeFailures(*cluster) > 0; }, seconds(10), kProcessPoll);
+  };
 
   SECTION("without a client certificate") {
     CommandResult r = RawEtcdctl(*cluster, {"--cacert=" + pki.ca.ca_file(), "put", "k", "x"});
     INFO(r.Describe());
     CHECK(r.exit_code != 0);
+    CHECK(counted());
   }
   SECTION("with a certificate from another CA") {
     CommandResult r =
@@ -209,11 +226,13 @@ TEST_CASE("client TLS refuses a missing or foreign client certificate and plaint
                               "--key=" + pki.stranger.key, "put", "k", "x"});
     INFO(r.Describe());
     CHECK(r.exit_code != 0);
+    CHECK(counted());
   }
   SECTION("over plaintext") {
     CommandResult r = RawEtcdctl(*cluster, {"put", "k", "x"});
     INFO(r.Describe());
     CHECK(r.exit_code != 0);
+    CHECK(counted());
   }
   SECTION("a client that does not trust the server's CA") {
     CommandResult r =
@@ -221,6 +240,7 @@ TEST_CASE("client TLS refuses a missing or foreign client certificate and plaint
                               "--key=" + pki.client.key, "put", "k", "x"});
     INFO(r.Describe());
     CHECK(r.exit_code != 0);
+    CHECK(counted());
   }
   SECTION("epochctl without a certificate, then with one") {
     CommandResult refused =
@@ -229,6 +249,7 @@ TEST_CASE("client TLS refuses a missing or foreign client certificate and plaint
                          {}, seconds(20));
     INFO(refused.Describe());
     CHECK(refused.exit_code != 0);
+    CHECK(counted());
     CommandResult ok = test::RunCommand(
         {EPOCHCTL_PATH, "--endpoints=" + cluster->Endpoints(), "--cacert", pki.ca.ca_file(),
          "--cert", pki.client.cert, "--key", pki.client.key, "get", "k", "--print-value-only"},

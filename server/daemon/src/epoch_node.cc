@@ -447,6 +447,7 @@ Status EpochNode::Impl::StartServing() {
 Status EpochNode::Impl::StartClientListeners() {
   std::shared_ptr<grpc::ServerCredentials> tls;
   if (config_.client_tls.Any()) {
+    rpc::CountTlsHandshakeFailures();  // epoch_grpc_tls_handshake_failures_total
     auto made = rpc::MakeServerCredentials(config_.client_tls.server);
     if (!made.ok()) return made.status();
     tls = *made;
@@ -602,6 +603,9 @@ HttpReply EpochNode::Impl::Metrics() {
   peer_metrics_->Render(m, [this](NodeId peer) { return transport_->Stats(peer).frames_dropped; });
   grpc_metrics_.Render(m);
   if (client_mux_) client_mux_->RenderMetrics(m);
+  m.Counter("epoch_grpc_tls_handshake_failures_total",
+            "TLS handshakes gRPC failed: on https:// client ports, and this member's TLS calls.",
+            rpc::TlsHandshakeFailures());
   std::vector<std::pair<std::string, const MetricsHttp*>> endpoints;
   if (client_http_) endpoints.emplace_back("client", client_http_.get());
   if (metrics_) endpoints.emplace_back("metrics", metrics_.get());

@@ -37,6 +37,7 @@ std::string_view ConnectionRefusalName(ConnectionRefusal reason) {
     case ConnectionRefusal::kTlsHandshake: return "tls_handshake";
     case ConnectionRefusal::kCertNotAllowed: return "cert_not_allowed";
     case ConnectionRefusal::kCertMemberMismatch: return "cert_member_mismatch";
+    case ConnectionRefusal::kDialTlsHandshake: return "dial_tls_handshake";
     case ConnectionRefusal::kCount: break;
   }
   return "unknown";
@@ -56,7 +57,8 @@ void PeerDrops::RenderMetrics(MetricsText& m) const {
                              connections_[i].load());
   }
   m.LabeledCounter("epoch_peer_connections_refused_total",
-                   "Inbound peer connections refused or closed before their hello, by reason.",
+                   "Peer connections refused: inbound ones closed before their hello, dialled "
+                   "ones whose TLS handshake or certificate failed, by reason.",
                    "reason", connections);
 }
 

@@ -152,7 +152,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
         [self = shared_from_this(), generation = generation_](std::error_code ec) {
           if (generation != self->generation_) return;
           self->handshake_timer_.cancel();
-          if (ec) return self->Fail("tls handshake", ec);
+          if (ec) return self->HandshakeFailed(ec);
           if (!self->ServerCertificateMatches()) {
             spdlog::warn(
                 "transport: node={:x} peer={:x} presented a certificate that does not name "
@@ -168,8 +168,20 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     handshake_timer_.async_wait(
         [self = shared_from_this(), generation = generation_](std::error_code ec) {
           if (ec || generation != self->generation_ || self->connected_) return;
-          self->Fail("tls handshake", asio::error::timed_out);
+          self->HandshakeFailed(asio::error::timed_out);
         });
+  }
+
+  // The dialled peer failed the TLS handshake (its certificate is not trusted, it speaks no TLS,
+  // it never finished): counted, then redialled after the backoff.
+  void HandshakeFailed(std::error_code ec) {
+    if (closed_ || ec == asio::error::operation_aborted) return;
+    if (handshake_failures_++ % 100 == 0) {
+      spdlog::warn("transport: node={:x} TLS handshake with peer={:x} at {}:{} failed: {}",
+                   owner_.options_.self, peer_, address_.host, address_.port, ec.message());
+    }
+    owner_.Count(ConnectionRefusal::kDialTlsHandshake);
+    Fail("tls handshake", ec);
   }
 
   void OnConnected() {
@@ -316,7 +328,8 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
   const PeerAddress address_;
   asio::strand<asio::io_context::executor_type> strand_;
   tcp::socket socket_;
-  std::unique_ptr<TlsStream> tls_;  // over socket_ when peer TLS is on (one per connection)
+  std::unique_ptr<TlsStream> tls_;        // over socket_ when peer TLS is on (one per connection)
+  std::uint64_t handshake_failures_ = 0;  // of this link: one in 100 is logged
   tcp::resolver resolver_;
   asio::steady_timer timer_;
   asio::steady_timer handshake_timer_;  // the TLS handshake's deadline (hello_timeout)

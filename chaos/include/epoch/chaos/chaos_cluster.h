@@ -15,6 +15,7 @@
 
 #include "epoch/chaos/proxy_net.h"
 #include "epoch/status.h"
+#include "epoch/test_support/temp_dir.h"
 #include "epoch/test_support/test_cluster.h"
 
 namespace epoch::chaos {
@@ -27,6 +28,11 @@ struct ChaosClusterOptions {
   // Client TLS: https:// client URLs with --auto-tls certificates; ClientEndpoints() are then
   // https://, and the chaos clients accept the self-signed certificates.
   bool client_tls = false;
+  // Peer mTLS: a test CA and, for each member, a certificate naming it (test_pki.h), made in a
+  // directory the cluster owns; every member starts with --peer-cert-file, --peer-key-file,
+  // --peer-trusted-ca-file and --peer-client-cert-auth. The proxies carry the TLS bytes as they
+  // are.
+  bool peer_tls = false;
 };
 
 class ChaosCluster {
@@ -52,6 +58,8 @@ class ChaosCluster {
  private:
   ChaosCluster() = default;
   std::unique_ptr<ProxyNet> net_;  // outlives the nodes
+  // The peer certificates (ChaosClusterOptions::peer_tls); outlives the nodes.
+  std::unique_ptr<test_support::TempDir> pki_;
   std::unique_ptr<test::TestCluster> cluster_;
   bool client_tls_ = false;
 };

@@ -233,6 +233,46 @@ TEST_CASE("a member presenting another member's certificate is refused on both s
   REQUIRE(b.WaitFor(1));
 }
 
+TEST_CASE("the dialler refuses a peer whose certificate names another member",
+          "[peer_tls][transport]") {
+  Certs certs;
+  TlsNode b(NodeId(2), Tls(certs.For("n2")));
+  // Node 3 holds n1's certificate (trusted by the CA) and never dials: only b's check can act.
+  TlsNode impostor(NodeId(3), Tls(certs.For("n1")));
+  b.transport->SetPeer(NodeId(3), impostor.Address());
+  b.transport->Send(NodeId(3), "to-3");
+  CHECK(test_support::Eventually(
+      [&] { return b.drops.Get(ConnectionRefusal::kCertMemberMismatch) >= 2; }, 10s));
+  CHECK(b.transport->Stats(NodeId(3)).connect_failures >= 2);  // refused, redialled, refused
+  CHECK_FALSE(b.transport->Stats(NodeId(3)).connected);
+  CHECK(impostor.Received() == 0);  // no hello, no frame ever left b
+  CHECK(impostor.drops.Get(ConnectionRefusal::kCertMemberMismatch) == 0);
+}
+
+TEST_CASE("a dialled peer with a certificate the CA did not sign fails the handshake, counted",
+          "[peer_tls][transport]") {
+  Certs certs;
+  TlsNode b(NodeId(2), Tls(certs.For("n2")));
+  // A node 3 whose certificate (names n3, self-signed) is not in b's trusted CA file.
+  Result<PemKeyPair> rogue = MakeSelfSignedCertificate("n3");
+  REQUIRE(rogue.ok());
+  WriteFile(certs.dir.Sub("rogue.pem"), rogue->cert_pem);
+  WriteFile(certs.dir.Sub("rogue.key"), rogue->key_pem);
+  PeerTlsOptions rogue_options = certs.For("n3");
+  rogue_options.cert_file = certs.dir.Sub("rogue.pem");
+  rogue_options.key_file = certs.dir.Sub("rogue.key");
+  TlsNode n3(NodeId(3), Tls(rogue_options));
+  b.transport->SetPeer(NodeId(3), n3.Address());
+  b.transport->Send(NodeId(3), "to-3");
+  CHECK(test_support::Eventually(
+      [&] { return b.drops.Get(ConnectionRefusal::kDialTlsHandshake) >= 2; }, 10s));
+  CHECK_FALSE(b.transport->Stats(NodeId(3)).connected);
+  CHECK(n3.Received() == 0);
+  // The rogue's acceptor sees the handshake b aborted.
+  CHECK(test_support::Eventually(
+      [&] { return n3.drops.Get(ConnectionRefusal::kTlsHandshake) >= 1; }, 10s));
+}
+
 TEST_CASE("a client certificate outside --peer-cert-allowed-cn is refused",
           "[peer_tls][transport]") {
   Certs certs;
@@ -276,6 +316,7 @@ TEST_CASE("a dialled peer that never completes the TLS handshake is redialled",
     CHECK(test_support::Eventually(
         [&] { return a.transport->Stats(NodeId(2)).connect_failures >= 2; }, 10s));
     CHECK_FALSE(a.transport->Stats(NodeId(2)).connected);
+    CHECK(a.drops.Get(ConnectionRefusal::kDialTlsHandshake) >= 2);  // each timeout counted
   }
   io.stop();
   runner.join();

@@ -47,6 +47,7 @@ enum class ConnectionRefusal : std::uint8_t {
   kTlsHandshake,        // the TLS handshake failed (plaintext, untrusted or missing certificate)
   kCertNotAllowed,      // the client certificate fails --peer-cert-allowed-cn / -hostname
   kCertMemberMismatch,  // the certificate does not name the member the hello (or dial) names
+  kDialTlsHandshake,    // a dialled peer failed the TLS handshake (untrusted certificate, no TLS)
   kCount
 };
 

@@ -77,4 +77,14 @@ struct ServerTlsOptions {
 // The OpenSSL name of a Go / etcd cipher suite name; empty if unknown or not a TLS 1.2 suite.
 [[nodiscard]] std::string OpenSslCipherName(std::string_view go_name);
 
+// TLS handshakes gRPC failed in this process: on the https:// client ports (a plaintext client, a
+// missing or untrusted client certificate, no common protocol or cipher, a client that does not
+// trust this server) and on this member's own TLS calls to other members' client ports. gRPC 1.51
+// offers no hook for a failed handshake (it fails inside its TLS layer, before any credentials
+// callback runs) but logs one error for each; CountTlsHandshakeFailures installs a gRPC log
+// function (gpr_set_log_function) that counts those lines and prints every gRPC log line to
+// stderr in gRPC's own format. Idempotent and thread-safe; GRPC_VERBOSITY=NONE silences the count.
+void CountTlsHandshakeFailures();
+[[nodiscard]] std::uint64_t TlsHandshakeFailures();
+
 }  // namespace epoch::server::rpc
