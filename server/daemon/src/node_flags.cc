@@ -181,6 +181,9 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--quota-backend-bytes", c.quota_backend_bytes,
                  "Store size at which this member raises the NOSPACE alarm and the cluster refuses "
                  "writes that need space (etcd's flag; 0 = 2 GiB, negative = no quota)");
+  app.add_option("--max-response-bytes", c.max_response_bytes,
+                 "Largest Range or read-only Txn answer; larger ones fail with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::size_t{1} << 10, std::size_t{2} << 30));
   app.add_option("--keepalive-queue-max", c.keepalive_queue_max,
                  "Keep-alive answers queued on one stream for a client that does not read "
                  "them; past it the stream ends with RESOURCE_EXHAUSTED")
