@@ -1,5 +1,7 @@
 #include "epoch/api/kv_service.h"
 
+#include <fmt/format.h>
+
 #include "epoch/etcd_errors.h"
 #include "epoch/peer/leader_forwarder.h"
 #include "epoch/rpc/async_rpc.h"
@@ -45,6 +47,25 @@ rpc::UnaryReactor* KvService::WriteThroughLog(rpc::CallContext* ctx, v1::Interna
   return reactor;
 }
 
+grpc::Status KvService::CheckResponseBytes(const google::protobuf::Message& response) {
+  const std::size_t bytes = response.ByteSizeLong();
+  const std::size_t max = node_.config().max_response_bytes;
+  if (bytes <= max) return grpc::Status::OK;
+  responses_refused_.fetch_add(1, std::memory_order_relaxed);
+  // gRPC's own refusal of an oversized message is RESOURCE_EXHAUSTED too ("trying to send
+  // message larger than max"); this one names the flag.
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      fmt::format("epoch: the response of {} bytes is larger than "
+                                  "--max-response-bytes ({}); narrow the range or set a limit",
+                                  bytes, max));
+}
+
+void KvService::RenderMetrics(MetricsText& m) const {
+  m.Counter("epoch_kv_responses_too_large_total",
+            "Range and read-only Txn answers refused for exceeding --max-response-bytes.",
+            responses_refused_.load(std::memory_order_relaxed));
+}
+
 rpc::UnaryReactor* KvService::Range(rpc::CallContext* ctx,
                                     const etcdserverpb::RangeRequest* request,
                                     etcdserverpb::RangeResponse* response) {
@@ -62,6 +83,9 @@ rpc::UnaryReactor* KvService::Range(rpc::CallContext* ctx,
         if (!s.ok()) return reactor->Finish(ToGrpc(s));
         Result<etcdserverpb::RangeResponse> result = node_.store().Range(*request);
         if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+        if (grpc::Status too_large = CheckResponseBytes(*result); !too_large.ok()) {
+          return reactor->Finish(too_large);
+        }
         *response = std::move(*result);
         node_.FillHeader(response->mutable_header());
         reactor->Finish(grpc::Status::OK);
@@ -114,6 +138,9 @@ rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::Txn
       if (!s.ok()) return reactor->Finish(ToGrpc(s));
       Result<etcdserverpb::TxnResponse> result = node_.store().ReadOnlyTxn(*request);
       if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+      if (grpc::Status too_large = CheckResponseBytes(*result); !too_large.ok()) {
+        return reactor->Finish(too_large);
+      }
       *response = std::move(*result);
       node_.FillHeader(response->mutable_header());
       reactor->Finish(grpc::Status::OK);

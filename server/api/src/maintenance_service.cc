@@ -136,8 +136,7 @@ rpc::UnaryReactor* MaintenanceService::MoveLeader(rpc::CallContext* ctx,
 
 rpc::WriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
     rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest*) {
-  (void)ctx;
-  return StartSnapshotStream(node_, snapshots_, snapshot_message_bytes_);
+  return StartSnapshotStream(node_, snapshots_, ctx, snapshot_message_bytes_);
 }
 
 rpc::UnaryReactor* ClusterService::MemberList(rpc::CallContext* ctx,

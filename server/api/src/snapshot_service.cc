@@ -2,15 +2,67 @@
 
 #include <spdlog/spdlog.h>
 
+#include <mutex>
+
 #include "epoch/rpc/grpc_util.h"
 
 namespace epoch::server {
 namespace {
 
+// Cancels the call when one message stays unsent for the timeout: a client that stops reading
+// fills gRPC's flow-control window, and the pending write then never completes. Shared with the
+// timer's handler, which may run after the reactor is gone.
+class WriteWatchdog {
+ public:
+  WriteWatchdog(asio::thread_pool& pool, rpc::CallContext* ctx, SnapshotManager& snapshots)
+      : timer_(pool), ctx_(ctx), snapshots_(snapshots) {}
+
+  // A write starts: the call is cancelled unless Disarm comes within `timeout`.
+  static void Arm(const std::shared_ptr<WriteWatchdog>& self, std::chrono::milliseconds timeout) {
+    std::lock_guard lock(self->mu_);
+    const std::uint64_t generation = ++self->generation_;
+    self->timer_.expires_after(timeout);
+    self->timer_.async_wait([self, generation, timeout](std::error_code ec) {
+      if (ec) return;
+      std::lock_guard held(self->mu_);
+      if (self->ctx_ == nullptr || self->generation_ != generation) return;
+      spdlog::warn("snapshot stream to {} cancelled: no message read for {} ms", self->ctx_->peer(),
+                   timeout.count());
+      self->snapshots_.CountArchiveStreamCut();
+      self->ctx_->TryCancel();
+    });
+  }
+
+  // The write completed.
+  void Disarm() {
+    std::lock_guard lock(mu_);
+    ++generation_;
+    timer_.cancel();
+  }
+
+  // The call is over: its context must not be touched any more.
+  void Detach() {
+    std::lock_guard lock(mu_);
+    ctx_ = nullptr;
+    timer_.cancel();
+  }
+
+ private:
+  std::mutex mu_;
+  asio::steady_timer timer_;      // guarded by mu_
+  rpc::CallContext* ctx_;         // guarded by mu_; null after Detach
+  std::uint64_t generation_ = 0;  // guarded by mu_; the armed write
+  SnapshotManager& snapshots_;
+};
+
 class SnapshotStreamReactor final : public rpc::WriteReactor<etcdserverpb::SnapshotResponse> {
  public:
-  SnapshotStreamReactor(NodeContext& node, SnapshotManager& snapshots, std::size_t message_bytes)
-      : node_(node), message_bytes_(message_bytes) {
+  SnapshotStreamReactor(NodeContext& node, SnapshotManager& snapshots, rpc::CallContext* ctx,
+                        std::size_t message_bytes)
+      : node_(node),
+        message_bytes_(message_bytes),
+        write_timeout_(snapshots.options().archive_write_timeout),
+        watchdog_(std::make_shared<WriteWatchdog>(node.read_pool(), ctx, snapshots)) {
     // Every path below ends in StartWrite or Finish, so the reactor lives until OnDone.
     snapshots.OpenArchive([this](Result<std::shared_ptr<SnapshotArchiveStream>> stream) {
       if (!stream.ok()) return Finish(ToGrpc(stream.status()));
@@ -23,12 +75,16 @@ class SnapshotStreamReactor final : public rpc::WriteReactor<etcdserverpb::Snaps
   }
 
   void OnWriteDone(bool ok) override {
+    watchdog_->Disarm();
     if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "snapshot stream broken"));
     // The next piece reads files: not on the thread that serves every client call.
     asio::post(node_.read_pool(), [this] { WriteNext(); });
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    watchdog_->Detach();
+    delete this;
+  }
 
  private:
   void WriteNext() {
@@ -43,11 +99,14 @@ class SnapshotStreamReactor final : public rpc::WriteReactor<etcdserverpb::Snaps
     first_ = false;
     response_.set_remaining_bytes(stream_->writer.TotalBytes() - stream_->writer.BytesProduced());
     response_.set_blob(std::move(*piece));
+    WriteWatchdog::Arm(watchdog_, write_timeout_);
     StartWrite(&response_);
   }
 
   NodeContext& node_;
   const std::size_t message_bytes_;
+  const std::chrono::milliseconds write_timeout_;
+  const std::shared_ptr<WriteWatchdog> watchdog_;
   std::shared_ptr<SnapshotArchiveStream> stream_;
   etcdserverpb::SnapshotResponse response_;
   bool first_ = true;
@@ -57,8 +116,9 @@ class SnapshotStreamReactor final : public rpc::WriteReactor<etcdserverpb::Snaps
 
 rpc::WriteReactor<etcdserverpb::SnapshotResponse>* StartSnapshotStream(NodeContext& node,
                                                                        SnapshotManager& snapshots,
+                                                                       rpc::CallContext* ctx,
                                                                        std::size_t message_bytes) {
-  return new SnapshotStreamReactor(node, snapshots, message_bytes);
+  return new SnapshotStreamReactor(node, snapshots, ctx, message_bytes);
 }
 
 }  // namespace epoch::server

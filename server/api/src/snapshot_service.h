@@ -2,9 +2,13 @@
 // state machine as SnapshotResponse{remaining_bytes, blob} messages. The archive ends with the
 // SHA-256 trailer etcdctl checks (server/SNAPSHOT.md §1).
 //
-// Who calls it: MaintenanceService::Snapshot. Threading: a gRPC callback reactor; the checkpoint
-// is taken on the driver's strand, each message's bytes are read on the thread that completed
-// the previous write (gRPC's callback threads or the read pool), never on the strand.
+// Messages of `message_bytes`; a message the client leaves unread for
+// SnapshotOptions::archive_write_timeout (--snapshot-send-timeout-ms) cancels the call, counted in
+// epoch_snapshot_streams_cut_total.
+//
+// Who calls it: MaintenanceService::Snapshot. Threading: a gRPC reactor; the checkpoint is taken
+// on the snapshot manager's I/O thread, each message's bytes are read on the read pool, the
+// write deadline's timer runs on the read pool; never on the driver's strand.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -19,6 +23,7 @@ namespace epoch::server {
 // Starts the stream; the reactor deletes itself when the RPC is done.
 rpc::WriteReactor<etcdserverpb::SnapshotResponse>* StartSnapshotStream(NodeContext& node,
                                                                        SnapshotManager& snapshots,
+                                                                       rpc::CallContext* ctx,
                                                                        std::size_t message_bytes);
 
 }  // namespace epoch::server

@@ -597,6 +597,7 @@ HttpReply EpochNode::Impl::Metrics() {
   snapshots_->RenderMetrics(m);
   peer_drops_.RenderMetrics(m);
   watch_service_->RenderMetrics(m);
+  kv_service_->RenderMetrics(m);
   RenderEtcdMetrics(m, EtcdMetricSources{s, store_.get(), context_->space_quota().SizeBytes(),
                                          context_->space_quota().quota_bytes(),
                                          lease_manager_->Stats().expired, &wal_fsync_});

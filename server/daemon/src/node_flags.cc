@@ -181,6 +181,9 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--quota-backend-bytes", c.quota_backend_bytes,
                  "Store size at which this member raises the NOSPACE alarm and the cluster refuses "
                  "writes that need space (etcd's flag; 0 = 2 GiB, negative = no quota)");
+  app.add_option("--max-response-bytes", c.max_response_bytes,
+                 "Largest Range or read-only Txn answer; larger ones fail with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::size_t{1} << 10, std::size_t{2} << 30));
   app.add_option("--keepalive-queue-max", c.keepalive_queue_max,
                  "Keep-alive answers queued on one stream for a client that does not read "
                  "them; past it the stream ends with RESOURCE_EXHAUSTED")
@@ -219,6 +222,14 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--snapshot-chunk-bytes", c.snapshot.send.chunk_bytes,
                  "Chunk size of Raft snapshot transfers to followers")
       ->check(CLI::Range(std::size_t{4096}, std::size_t{16} << 20));
+  app.add_option_function<std::int64_t>(
+         "--snapshot-send-timeout-ms",
+         [&c](std::int64_t ms) {
+           c.snapshot.archive_write_timeout = std::chrono::milliseconds(ms);
+         },
+         "A Maintenance.Snapshot stream whose client reads no message for this long is ended "
+         "(default 30000)")
+      ->check(CLI::Range(std::int64_t{100}, std::int64_t{3'600'000}));
   app.add_option("--peer-dial-override", f.peer_dial_override,
                  "Dial these peers elsewhere (a fault-injecting proxy): name=host:port,...");
   app.add_option("--peer-max-connections", c.peer_limits.max_connections,

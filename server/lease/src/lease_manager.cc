@@ -107,6 +107,12 @@ void LeaseManager::RenderMetrics(MetricsText& m) const {
   m.Counter("epoch_lease_renewal_entries_total",
             "Batched renewal (lease_checkpoint) entries committed.", s.renewal_entries);
   m.Counter("epoch_leases_expired_total", "Leases revoked by expiry.", s.expired);
+  m.Counter("epoch_lease_expiry_visits_total",
+            "Leases read by expiry checks (only those whose deadline may have passed).",
+            s.expiry_visits);
+  m.Counter("epoch_lease_expiry_full_reads_total",
+            "Reads of the whole lease table by the expiry check (once per leadership).",
+            s.expiry_full_reads);
   m.Counter("epoch_leases_granted_total", "Lease grants answered to this member's clients.",
             s.grants);
   m.Counter("epoch_leases_revoked_total", "Lease revokes answered to this member's clients.",
@@ -149,13 +155,12 @@ void LeaseManager::StampProposal(v1::InternalRequest& request) {
   if (request.lease_grant().id() == 0) {
     request.mutable_lease_grant()->set_id(ChooseLeaseId().value());
   }
-  if (stamp > 0) {
-    // Applied, this grant's deadline is exactly stamp + TTL (stamps are the state machine's
-    // clock). Before the clock runs there is no expiry check to inform.
-    const std::int64_t deadline = stamp + request.lease_grant().ttl_ms();
-    next_possible_expiry_ms_ = std::min(next_possible_expiry_ms_, deadline);
-    recent_grants_.emplace_back(now, deadline);
-  }
+  // Applied, this grant's deadline is the applied cluster time then plus the TTL: at least the
+  // stamp, or (unstamped, before this leader's clock runs) at least the applied time now. The
+  // full read at clock start may come before this grant applies, so it is scheduled either way.
+  const std::int64_t floor_ms = stamp > 0 ? stamp : node_.store().ClusterTimeMs();
+  expiries_.Schedule(LeaseId(request.lease_grant().id()),
+                     floor_ms + request.lease_grant().ttl_ms());
 }
 
 LeaseId LeaseManager::ChooseLeaseId() {
@@ -203,8 +208,7 @@ void LeaseManager::ObserveLeadership(TimePoint now) {
   KvStore& store = node_.store();
   if (clock_.MaybeStart(store.AppliedIndex(), store.ClusterTimeMs(), now)) {
     next_expiry_check_ = now;
-    next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
-    recent_grants_.clear();
+    rebuild_expiries_ = true;
     std::optional<std::int64_t> stall = clock_.last_start_stall_ms();
     spdlog::info("node={:x} term={} cluster clock starts at {} ms (stood still {} ms)",
                  node_.config().self_id(), status.term, store.ClusterTimeMs(), stall ? *stall : -1);
@@ -222,8 +226,8 @@ void LeaseManager::LeaveLeadership(const Status& reason) {
   if (clock_.leading()) clock_.StepDown();
   in_flight_.Reset();
   ++generation_;
-  next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
-  recent_grants_.clear();
+  expiries_.Clear();
+  rebuild_expiries_ = true;
   KeepAliveBatcher::Batch batch = batcher_.Take();
   for (auto& w : batch.waiters) {
     KeepAliveOutcome out;
@@ -376,53 +380,57 @@ void LeaseManager::ProposeRenewals(std::vector<LeaseId> ids,
                          });
 }
 
-void LeaseManager::CheckExpiry(TimePoint now) {
-  const std::int64_t now_cluster_ms = clock_.Now(now);
-  if (now_cluster_ms < next_possible_expiry_ms_ && now < next_full_scan_) return;
-  next_full_scan_ = now + options_.full_scan_interval;
+void LeaseManager::RebuildExpiries() {
   Result<std::vector<LeaseInfo>> leases = node_.store().Leases();
-  if (!leases.ok()) {
-    spdlog::error("node={:x} lease expiry check: {}", node_.config().self_id(),
-                  leases.status().ToString());
-    next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
-    return;
-  }
   {
     std::lock_guard lock(mu_);
     ++stats_.expiry_scans;
+    ++stats_.expiry_full_reads;
   }
-  std::vector<LeaseId> expired;
-  std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
-  bool over_cap = false;
-  for (const LeaseInfo& l : *leases) {
-    if (l.deadline_cluster_ms > now_cluster_ms) {
-      earliest = std::min(earliest, l.deadline_cluster_ms);
-    } else if (expired.size() < options_.revokes_per_check) {
-      expired.push_back(l.id);
-    } else {
-      over_cap = true;
-    }
+  if (!leases.ok()) {
+    spdlog::error("node={:x} lease expiry check: {}", node_.config().self_id(),
+                  leases.status().ToString());
+    return;  // rebuild_expiries_ stays set: the next check reads again
   }
-  while (!recent_grants_.empty() &&
-         recent_grants_.front().first + options_.full_scan_interval < now) {
-    recent_grants_.pop_front();
+  // Merged, not replacing: grants scheduled since this leader's term began may not be applied yet.
+  for (const LeaseInfo& l : *leases) expiries_.Schedule(l.id, l.deadline_cluster_ms);
+  rebuild_expiries_ = false;
+}
+
+void LeaseManager::CheckExpiry(TimePoint now) {
+  const std::int64_t now_cluster_ms = clock_.Now(now);
+  if (rebuild_expiries_) RebuildExpiries();
+  if (rebuild_expiries_) return;
+  std::optional<std::int64_t> earliest = expiries_.Earliest();
+  if (!earliest || *earliest > now_cluster_ms) return;  // no deadline can have passed
+  KvStore& store = node_.store();
+  LeaseExpiryQueue::Due due =
+      expiries_.CollectExpired(now_cluster_ms, options_.revokes_per_check,
+                               [&store](LeaseId id) -> Result<std::optional<std::int64_t>> {
+                                 Result<std::optional<LeaseInfo>> lease = store.GetLease(id);
+                                 if (!lease.ok()) return lease.status();
+                                 if (!lease->has_value()) return std::optional<std::int64_t>();
+                                 return std::optional<std::int64_t>((*lease)->deadline_cluster_ms);
+                               });
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.expiry_scans;
+    stats_.expiry_visits += due.visited;
   }
-  for (const auto& [stamped, deadline] : recent_grants_) earliest = std::min(earliest, deadline);
-  std::vector<LeaseId> selected = in_flight_.SelectExpiries(expired);
-  // Expired leases this check does not revoke (over the cap, a renewal or revoke in flight) are
-  // looked at again by the next one.
-  if (over_cap || selected.size() != expired.size()) earliest = now_cluster_ms;
-  next_possible_expiry_ms_ = earliest;
+  if (!due.status.ok()) {
+    spdlog::error("node={:x} lease expiry check: {}", node_.config().self_id(),
+                  due.status.ToString());
+  }
+  // Expired leases this check does not revoke (over the cap, a renewal or revoke in flight) keep
+  // their due entries: the next check looks at them again.
+  std::vector<LeaseId> selected = in_flight_.SelectExpiries(due.expired);
   for (LeaseId id : selected) {
     v1::InternalRequest request;
     request.mutable_lease_revoke()->set_id(id.value());
     node_.driver().Propose(std::move(request), [this, id, generation = generation_](
                                                    const Status& s, const v1::InternalResponse&) {
-      if (generation == generation_) {
-        in_flight_.ExpiryDone(id);
-        // Not revoked (a dropped proposal): look again at the next check.
-        if (!s.ok()) next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
-      }
+      // Not revoked (a dropped proposal): its entry is still due, the next check retries.
+      if (generation == generation_) in_flight_.ExpiryDone(id);
       if (s.ok()) {
         std::lock_guard lock(mu_);
         ++stats_.expired;

@@ -22,15 +22,14 @@ Result<std::shared_ptr<const Checkpoint>> CheckpointCache::Create() {
   auto checkpoint = std::make_shared<Checkpoint>();
   const std::string dir = fmt::format("{}/ckpt-{}", root_, ++seq_);
   (void)snapshot_io::RemoveAll(dir);  // a leftover of an earlier run with the same number
-  const Revision revision = store_.CurrentRevision();
-  Result<LogIndex> applied = store_.CreateCheckpoint(dir);
-  if (!applied.ok()) {
+  Result<KvStore::ImageMeta> image = store_.CreateCheckpoint(dir);
+  if (!image.ok()) {
     (void)snapshot_io::RemoveAll(dir);
-    return applied.status().Annotate("checkpoint the state machine");
+    return image.status().Annotate("checkpoint the state machine");
   }
   checkpoint->dir = dir;  // from here on the destructor cleans up
-  checkpoint->applied = *applied;
-  checkpoint->revision = revision;
+  checkpoint->applied = image->applied;
+  checkpoint->revision = image->revision;
   Result<std::vector<ArchiveFile>> files = ListCheckpointFiles(dir);
   if (!files.ok()) return files.status();
   checkpoint->files = std::move(*files);

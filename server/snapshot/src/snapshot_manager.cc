@@ -38,8 +38,8 @@ SnapshotManager::SnapshotManager(SnapshotOptions options, NodeId self, std::uint
       drops_(drops),
       io_(io),
       housekeeping_(io_),
-      checkpoints_(root_, store),
       conf_(log.LastSnapshot().conf),
+      checkpoints_(root_, store),
       assembler_(root_) {}
 
 SnapshotManager::~SnapshotManager() { Stop(); }
@@ -80,15 +80,20 @@ void SnapshotManager::SendSnapshot(const raft::Message& message) {
     // core sends nothing else to a peer in the snapshot state until that report).
     if (!sending_.insert(message.to).second) return;
   }
-  const raft::SnapshotMeta& meta = *message.snapshot;
+  // The checkpoint flushes the memtables: on the I/O thread, while the strand goes on.
+  asio::post(io_, [this, envelope = message]() mutable { PrepareTransfer(std::move(envelope)); });
+}
+
+void SnapshotManager::PrepareTransfer(raft::Message envelope) {
+  const raft::SnapshotMeta& meta = *envelope.snapshot;
   Result<std::shared_ptr<const Checkpoint>> checkpoint = checkpoints_.Acquire(meta.index);
   if (!checkpoint.ok()) {
-    return FailTransferNow(message.to, checkpoint.status().ToString());
+    return FailTransferNow(envelope.to, checkpoint.status().ToString());
   }
   // The image may be newer than the snapshot index (the follower skips the entries it already
   // holds); never older — except the empty bootstrap image, which is the state at index 1.
   if ((*checkpoint)->applied < meta.index && meta.index > raft::kBootstrapIndex) {
-    return FailTransferNow(message.to,
+    return FailTransferNow(envelope.to,
                            fmt::format("checkpoint at {} is older than the snapshot at {}",
                                        (*checkpoint)->applied, meta.index));
   }
@@ -96,9 +101,7 @@ void SnapshotManager::SendSnapshot(const raft::Message& message) {
     std::lock_guard lock(mu_);
     stats_.checkpoints = checkpoints_.created();
   }
-  asio::post(io_, [this, envelope = message, ck = std::move(*checkpoint)]() mutable {
-    StartTransfer(std::move(envelope), std::move(ck));
-  });
+  StartTransfer(std::move(envelope), std::move(*checkpoint));
 }
 
 void SnapshotManager::FailTransferNow(NodeId peer, const std::string& reason) {
@@ -320,7 +323,9 @@ void SnapshotManager::AfterAdvance(const raft::Ready& ready, const raft::Node& n
 }
 
 void SnapshotManager::MaybeCompact(const raft::Node& node) {
-  if (flush_in_flight_ || !running_) return;
+  // While an archive is being prepared the log keeps every index the store has applied, so the
+  // archive's header can name its term.
+  if (flush_in_flight_ || archives_preparing_ > 0 || !running_) return;
   const LogIndex snapshot_index = log_.LastSnapshot().index;
   // After a restart the state machine may be ahead of the core; compact only what both applied.
   const LogIndex applied = std::min(node.applied_index(), store_.AppliedIndex());
@@ -375,24 +380,55 @@ void SnapshotManager::FinishCompaction(LogIndex target, std::uint64_t bytes_at_s
 }
 
 void SnapshotManager::OpenArchive(ArchiveCallback done) {
-  driver_.Post([this, done = std::move(done)] {
-    if (!running_) return done(etcd_errors::kStopped.ToStatus());
-    Result<std::shared_ptr<const Checkpoint>> checkpoint = checkpoints_.Create();
-    if (!checkpoint.ok()) return done(checkpoint.status());
-    ArchiveHeader header;
-    header.applied_index = (*checkpoint)->applied;
-    header.applied_term = log_.TermAt((*checkpoint)->applied).value_or(Term(0));
-    header.revision = (*checkpoint)->revision;
-    header.cluster_id = cluster_id_;
-    header.created_unix_ms = UnixMillisNow();
-    header.conf = {conf_.voters, conf_.learners};
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.archives;
-      stats_.checkpoints = checkpoints_.created();
-    }
-    done(std::make_shared<SnapshotArchiveStream>(std::move(*checkpoint), std::move(header)));
+  if (!running_) return done(etcd_errors::kStopped.ToStatus());
+  // At least the state applied when the download was asked for; a newer checkpoint still in use
+  // serves too.
+  const LogIndex min_applied = store_.AppliedIndex();
+  driver_.Post([this, min_applied, done = std::move(done)]() mutable {
+    // Held until the header is written: the log keeps the checkpoint's term (see MaybeCompact).
+    ++archives_preparing_;
+    asio::post(io_, [this, min_applied, done = std::move(done)]() mutable {
+      Result<std::shared_ptr<const Checkpoint>> checkpoint = checkpoints_.Acquire(min_applied);
+      if (checkpoint.ok()) {
+        std::lock_guard lock(mu_);
+        stats_.checkpoints = checkpoints_.created();
+      }
+      driver_.Post([this, checkpoint = std::move(checkpoint), done = std::move(done)] {
+        --archives_preparing_;
+        FinishArchive(checkpoint, done);
+      });
+    });
   });
+}
+
+void SnapshotManager::FinishArchive(const Result<std::shared_ptr<const Checkpoint>>& checkpoint,
+                                    const ArchiveCallback& done) {
+  if (!running_) return done(etcd_errors::kStopped.ToStatus());
+  if (!checkpoint.ok()) return done(checkpoint.status());
+  std::optional<Term> term = log_.TermAt((*checkpoint)->applied);
+  if (!term) {
+    // Only an installed snapshot moves the log past an index the store has applied.
+    return done(Status::Unavailable(
+        fmt::format("the log moved past the checkpoint at {} (a snapshot was installed); retry",
+                    (*checkpoint)->applied)));
+  }
+  ArchiveHeader header;
+  header.applied_index = (*checkpoint)->applied;
+  header.applied_term = *term;
+  header.revision = (*checkpoint)->revision;
+  header.cluster_id = cluster_id_;
+  header.created_unix_ms = UnixMillisNow();
+  header.conf = {conf_.voters, conf_.learners};
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.archives;
+  }
+  done(std::make_shared<SnapshotArchiveStream>(*checkpoint, std::move(header)));
+}
+
+void SnapshotManager::CountArchiveStreamCut() {
+  std::lock_guard lock(mu_);
+  ++stats_.archive_streams_cut;
 }
 
 void SnapshotManager::RenderMetrics(MetricsText& m) const {
@@ -403,6 +439,9 @@ void SnapshotManager::RenderMetrics(MetricsText& m) const {
   m.Counter("epoch_snapshots_received_total", "Raft snapshots received from the leader.",
             snap.received);
   m.Counter("epoch_snapshots_installed_total", "Received snapshots installed.", snap.installed);
+  m.Counter("epoch_snapshot_streams_cut_total",
+            "Maintenance.Snapshot streams ended for not reading (--snapshot-send-timeout-ms).",
+            snap.archive_streams_cut);
   m.Counter("epoch_log_compactions_total", "Automatic Raft log compactions.", snap.compactions);
   m.Gauge("epoch_raft_first_index", "First index still in the Raft log.",
           log_.FirstIndex().value());

@@ -186,6 +186,38 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
   return std::optional<KvStore::Meta>(meta);
 }
 
+// A checkpoint directory opened read-only with all its families (a format-1 image has only the
+// default one).
+struct OpenedImage {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  OpenedImage() = default;
+  OpenedImage(const OpenedImage&) = delete;
+  OpenedImage& operator=(const OpenedImage&) = delete;
+  ~OpenedImage() {
+    for (rocksdb::ColumnFamilyHandle* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+  }
+};
+
+Result<std::unique_ptr<OpenedImage>> OpenImage(const std::string& dir) {
+  std::vector<std::string> names;
+  EPOCH_RETURN_IF_ERROR(
+      FromRocks(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names),
+                "open checkpoint " + dir));
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names)
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  EPOCH_RETURN_IF_ERROR(FromRocks(
+      rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), dir, descriptors, &handles, &raw),
+      "open checkpoint " + dir));
+  auto image = std::make_unique<OpenedImage>();
+  image->db.reset(raw);
+  image->handles = std::move(handles);
+  return image;
+}
+
 // Every key's revisions, from the revision records ('r') of `families` of `db` (the history
 // family of a store; every family of a snapshot image, whose format may be older).
 Result<KeyIndex::Map> ScanRevisionRecords(
@@ -386,40 +418,30 @@ Result<LogIndex> KvStore::Flush() {
   return applied;
 }
 
-Result<LogIndex> KvStore::CreateCheckpoint(const std::string& dir) {
-  const LogIndex applied = meta_.applied;
+Result<KvStore::ImageMeta> KvStore::CreateCheckpoint(const std::string& dir) {
   rocksdb::Checkpoint* raw = nullptr;
   EPOCH_RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw), "checkpoint"));
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   // log_size_for_flush = 0: always flush first, so the checkpoint holds every applied write even
-  // though RocksDB's WAL is off.
+  // though RocksDB's WAL is off. The flush switches both families' memtables at once
+  // (atomic_flush), between two write batches, and every batch carries its meta record: the image
+  // is the state after one ApplyBatch. Which one is read from the image, since applies go on
+  // while the checkpoint is taken.
   EPOCH_RETURN_IF_ERROR(FromRocks(checkpoint->CreateCheckpoint(dir, 0), "checkpoint " + dir));
-  return applied;
+  Result<std::unique_ptr<OpenedImage>> opened = OpenImage(dir);
+  if (!opened.ok()) return opened.status();
+  Result<std::optional<Meta>> loaded = LoadMeta((*opened)->db.get());
+  if (!loaded.ok()) return loaded.status().Annotate("checkpoint " + dir);
+  const Meta meta = loaded->value_or(Meta{});  // a store never written: the empty state
+  return ImageMeta{meta.applied, meta.revision};
 }
 
 Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
-  // The image's families: a format-1 image has only the default one.
-  std::vector<std::string> names;
-  EPOCH_RETURN_IF_ERROR(
-      FromRocks(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), checkpoint_dir, &names),
-                "open checkpoint " + checkpoint_dir));
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  for (const std::string& name : names)
-    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
-  std::vector<rocksdb::ColumnFamilyHandle*> image_handles;
-  rocksdb::DB* raw = nullptr;
-  EPOCH_RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), checkpoint_dir,
-                                                               descriptors, &image_handles, &raw),
-                                  "open checkpoint " + checkpoint_dir));
-  std::unique_ptr<rocksdb::DB> image(raw);
-  struct Release {
-    rocksdb::DB* db;
-    std::vector<rocksdb::ColumnFamilyHandle*>* handles;
-    ~Release() {
-      for (rocksdb::ColumnFamilyHandle* h : *handles) (void)db->DestroyColumnFamilyHandle(h);
-    }
-  } release{image.get(), &image_handles};
-  Result<std::optional<Meta>> loaded = LoadMeta(image.get());
+  Result<std::unique_ptr<OpenedImage>> opened = OpenImage(checkpoint_dir);
+  if (!opened.ok()) return opened.status();
+  rocksdb::DB* image = (*opened)->db.get();
+  const std::vector<rocksdb::ColumnFamilyHandle*>& image_handles = (*opened)->handles;
+  Result<std::optional<Meta>> loaded = LoadMeta(image);
   if (!loaded.ok()) return loaded.status().Annotate("checkpoint " + checkpoint_dir);
   if (!loaded->has_value()) {
     return Status::Corruption("checkpoint " + checkpoint_dir + " holds no store meta record");
@@ -431,7 +453,7 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
         " is older than the store (applied " + std::to_string(meta_.applied.value()) + ")");
   }
   // The image's index, built before the lock: readers of this member do not wait for the scan.
-  Result<KeyIndex::Map> index = ScanRevisionRecords(image.get(), image_handles);
+  Result<KeyIndex::Map> index = ScanRevisionRecords(image, image_handles);
   if (!index.ok()) return index.status().Annotate("checkpoint " + checkpoint_dir);
   // Both families replaced whole by the image's keys, streamed to disk (store_import.h).
   FamilyImport import(db_.get(), families(), checkpoint_dir + ".ingest");

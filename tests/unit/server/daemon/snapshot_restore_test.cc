@@ -43,7 +43,7 @@ TEST_CASE("restore mode: a KvStore checkpoint archive becomes a new member's dat
       Put(*store, 10 + i, fmt::format("k{:03}", i), fmt::format("v{}", i));
     auto ck = store->CreateCheckpoint(tmp.Sub("ckpt"));
     REQUIRE(ck.ok());
-    applied = *ck;
+    applied = ck->applied;
     CHECK(applied == LogIndex(60));
     auto files = ListCheckpointFiles(tmp.Sub("ckpt"));
     REQUIRE(files.ok());

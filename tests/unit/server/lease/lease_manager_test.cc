@@ -300,7 +300,6 @@ TEST_CASE(
 TEST_CASE("lease manager: the lease table is read only when a deadline may have passed",
           "[server][lease][manager]") {
   LeaseOptions options;
-  options.full_scan_interval = std::chrono::hours(1);  // no safety-net reads during the test
   LeaseNode node(options);
   v1::LeaseGrantResult long_lease = node.Grant(60'000);
   // Let a check read the table (it learns the earliest deadline: 60 s away).
@@ -322,6 +321,28 @@ TEST_CASE("lease manager: the lease table is read only when a deadline may have 
   CHECK_FALSE(node.HasKey("short"));
   CHECK(node.Lease(long_lease.id()).has_value());
   CHECK(node.leases().Stats().expiry_scans > scans);
+}
+
+TEST_CASE("lease manager: expiry checks read only the leases whose deadline passed",
+          "[server][lease][manager]") {
+  LeaseNode node;
+  for (int i = 0; i < 300; ++i) node.Grant(60'000);
+  std::vector<std::int64_t> short_leases;
+  for (int i = 0; i < 3; ++i) short_leases.push_back(node.Grant(500).id());
+  node.Jump(700ms);
+  REQUIRE(Eventually([&] {
+    for (std::int64_t id : short_leases) {
+      if (node.Lease(id).has_value()) return false;
+    }
+    return true;
+  }));
+  const LeaseStats stats = node.leases().Stats();
+  INFO("visits " << stats.expiry_visits << ", full reads " << stats.expiry_full_reads);
+  CHECK(stats.expiry_full_reads == 1);  // when the clock started, before the grants
+  // Each short lease is read while expired (until its revoke applies) and once more when gone;
+  // none of the 300 long ones is read.
+  CHECK(stats.expiry_visits >= 3);
+  CHECK(stats.expiry_visits < 300);
 }
 
 TEST_CASE("lease manager: an idle leader's clock ticks reach the log", "[server][lease][manager]") {

@@ -115,7 +115,7 @@ TEST_CASE("alarms survive a restart and travel in snapshot images", "[server][al
   CHECK(s->Alarms() == std::vector<StoreAlarm>{{7, pb::NOSPACE}});
   CHECK(s.Put("k", "v2").status.message() == kNoSpace);
 
-  Result<LogIndex> at = s->CreateCheckpoint(dir.Sub("image"));
+  auto at = s->CreateCheckpoint(dir.Sub("image"));
   REQUIRE(at.ok());
   TestStore follower(dir.Sub("b"));
   REQUIRE(follower->ReplaceWithCheckpoint(dir.Sub("image")).ok());

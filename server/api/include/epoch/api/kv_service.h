@@ -1,9 +1,16 @@
 // KvService: etcdserverpb.KV on gRPC's async API (async_rpc.h) — a thin adapter over NodeContext.
 // Range and read-only Txn go through the read barrier (lease or ReadIndex, or none when
 // serializable) and then read the store on a read-pool thread; Put, DeleteRange, Txn and Compact
-// are validated here (bad input never reaches the log) and then written through the log.
+// are validated here (bad input never reaches the log) and then written through the log. A Range
+// or read-only Txn answer larger than --max-response-bytes is refused with RESOURCE_EXHAUSTED and
+// counted (epoch_kv_responses_too_large_total).
+//
+// Threading: handlers on the epoch-grpc threads, reads on the read pool; RenderMetrics on any.
 #pragma once
 
+#include <atomic>
+
+#include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
 #include "epoch/rpc/async_rpc.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -29,6 +36,9 @@ class KvService final : public etcdserverpb::KV::AsyncService {
   rpc::UnaryReactor* Compact(rpc::CallContext* ctx, const etcdserverpb::CompactionRequest* request,
                              etcdserverpb::CompactionResponse* response);
 
+  // Answers refused for their size, for /metrics.
+  void RenderMetrics(MetricsText& m) const;
+
  private:
   // Validates, proposes (or forwards) `request`, and finishes `reactor` with `extract` applied to
   // the response computed at apply time.
@@ -36,7 +46,11 @@ class KvService final : public etcdserverpb::KV::AsyncService {
   rpc::UnaryReactor* WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
                                      Response* response, Extract extract);
 
+  // OK, or RESOURCE_EXHAUSTED (counted) when `response` is over --max-response-bytes.
+  grpc::Status CheckResponseBytes(const google::protobuf::Message& response);
+
   NodeContext& node_;
+  std::atomic<std::uint64_t> responses_refused_{0};
 };
 
 }  // namespace epoch::server

@@ -12,10 +12,11 @@
 //     the response header is captured when the keep-alive arrives, before renewing;
 //   - every expiry_check_interval the leader proposes a revoke for each lease whose deadline
 //     passed; the state machine deletes its keys in one revision. A lease is never renewed and
-//     revoked at once (LeaseInFlight explains the race this closes). Reading the lease table is
-//     O(leases) on the strand, so a check skips the read while no deadline can have passed yet:
-//     the earliest deadline at the last read, lowered by every grant stamped since (renewals only
-//     move deadlines later); a full read still happens every full_scan_interval.
+//     revoked at once (LeaseInFlight explains the race this closes). A check reads only the
+//     leases whose deadline may have passed, from an index ordered by deadline
+//     (LeaseExpiryQueue: built by one full read of the table when the clock starts, fed by every
+//     grant stamped); renewals only move deadlines later, and a due entry whose lease was renewed
+//     moves to the stored deadline.
 // On a follower, KeepAlive forwards each keep-alive to the leader's epoch.v1.Lease/Renew (unary,
 // marked forwarded so it never takes a second hop); when no leader is known it fails at once and
 // the client's next keep-alive (clientv3 resends every 500 ms until answered) tries again.
@@ -31,7 +32,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -40,6 +40,7 @@
 #include <string>
 
 #include "epoch/lease/cluster_clock.h"
+#include "epoch/lease/lease_expiry_queue.h"
 #include "epoch/lease/lease_keepalive_batcher.h"
 #include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
@@ -51,9 +52,6 @@ class LeaseForwarder;
 struct LeaseOptions {
   std::chrono::milliseconds clock_tick_interval{100};
   std::chrono::milliseconds expiry_check_interval{20};
-  // Safety net: the lease table is read at least this often, even when no deadline can have
-  // passed (and a grant stamped this long ago is assumed applied).
-  std::chrono::milliseconds full_scan_interval{1000};
   // Keep-alives wait at most this long (rounded up to a driver tick) to share a renewal entry.
   std::chrono::milliseconds keepalive_window{5};
   std::size_t keepalive_batch_max = 1024;
@@ -69,7 +67,9 @@ struct LeaseStats {
   std::uint64_t keepalives = 0;           // keep-alives answered OK (any TTL)
   std::uint64_t renewal_entries = 0;      // lease_checkpoint entries committed
   std::uint64_t expired = 0;              // leases revoked by expiry
-  std::uint64_t expiry_scans = 0;         // reads of the lease table by the expiry check
+  std::uint64_t expiry_scans = 0;         // expiry checks that read the lease table
+  std::uint64_t expiry_full_reads = 0;    // ... of them, reads of the whole table
+  std::uint64_t expiry_visits = 0;        // leases read by the other checks
   std::uint64_t clock_ticks = 0;          // ClockTick entries committed
   std::uint64_t clock_starts = 0;         // times this node started the clock as a new leader
   std::int64_t last_start_stall_ms = -1;  // ClusterClock::last_start_stall_ms, -1 if none
@@ -126,6 +126,7 @@ class LeaseManager {
   void FlushKeepAlives(TimePoint now);
   void ProposeRenewals(std::vector<LeaseId> ids, std::vector<KeepAliveBatcher::Waiter> waiters);
   void CheckExpiry(TimePoint now);
+  void RebuildExpiries();
   void MaybeProposeClockTick(TimePoint now);
   LeaseId ChooseLeaseId();
   void Publish();
@@ -147,13 +148,10 @@ class LeaseManager {
   std::uint64_t generation_ = 0;
   bool clock_tick_in_flight_ = false;
   TimePoint next_expiry_check_;
-  // No lease can expire before this cluster time: the earliest deadline at the last read of the
-  // lease table, lowered by grants stamped since. The lowest value forces a read.
-  std::int64_t next_possible_expiry_ms_ = std::numeric_limits<std::int64_t>::min();
-  TimePoint next_full_scan_;
-  // Grants stamped within the last full_scan_interval (stamp time, deadline): a read of the table
-  // may not see them applied yet.
-  std::deque<std::pair<TimePoint, std::int64_t>> recent_grants_;
+  // A lower bound of the deadline of every lease in the table, once rebuilt after the clock
+  // started; until then (rebuild_expiries_) the next check reads the whole table.
+  LeaseExpiryQueue expiries_;
+  bool rebuild_expiries_ = true;
   std::mt19937_64 id_rng_;
 
   // Published for other threads.

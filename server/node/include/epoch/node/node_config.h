@@ -121,6 +121,9 @@ struct NodeConfig {
   // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
   // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
   std::size_t keepalive_queue_max = 1024;
+  // --max-response-bytes: the largest Range / read-only Txn answer (etcd has no such bound; its
+  // gRPC send limit is 2 GiB). Larger ones are refused with RESOURCE_EXHAUSTED.
+  std::size_t max_response_bytes = 64 << 20;
   // --max-watchers-per-stream, --watch-control-queue-max (WatchHubOptions).
   std::size_t watchers_per_stream_max = 1000;
   std::size_t watch_control_queue_max = 1024;

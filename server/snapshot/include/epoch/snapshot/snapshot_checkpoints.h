@@ -6,9 +6,10 @@
 // user drops it. A transfer that needs a checkpoint at or past some index reuses the newest one
 // still in use if it qualifies; otherwise a new one is taken.
 //
-// Threading: Acquire/Create run on the driver's strand (the KvStore's applier thread: creating a
-// checkpoint flushes the memtable). The returned Checkpoint is immutable and may be read and
-// released on any thread.
+// Threading: Acquire/Create run on one thread, the snapshot manager's I/O thread, never on the
+// driver's strand: creating a checkpoint flushes the memtables (KvStore::CreateCheckpoint may run
+// while the applier goes on; the image's applied index is read from the image). The returned
+// Checkpoint is immutable and may be read and released on any thread.
 #pragma once
 
 #include <memory>

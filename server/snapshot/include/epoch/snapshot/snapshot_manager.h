@@ -17,10 +17,10 @@
 // Directory: <data-dir>/snap — checkpoints (ckpt-N) and staging directories (recv-...). It is
 // emptied at start: nothing in it survives a restart.
 //
-// Threading: the SnapshotHooks methods and the checkpoint work run on the driver's strand (the
-// KvStore applier thread). Chunk reading/writing, acknowledgements and timeouts run on the
-// manager's own I/O thread, so a transfer never blocks the strand. HandleFrame and OpenArchive
-// may be called from any thread.
+// Threading: the SnapshotHooks methods run on the driver's strand (the KvStore applier thread).
+// Checkpoints (a RocksDB flush), chunk reading/writing, acknowledgements and timeouts run on the
+// manager's own I/O thread, so neither a transfer nor a download blocks the strand. HandleFrame,
+// OpenArchive and CountArchiveStreamCut may be called from any thread.
 #pragma once
 
 #include <asio.hpp>
@@ -62,7 +62,8 @@ struct SnapshotStats {
   std::uint64_t installed = 0;    // images swapped into the state machine
   std::uint64_t compactions = 0;
   std::uint64_t checkpoints = 0;
-  std::uint64_t archives = 0;  // Maintenance.Snapshot streams opened
+  std::uint64_t archives = 0;             // Maintenance.Snapshot streams opened
+  std::uint64_t archive_streams_cut = 0;  // ... ended for not reading (archive_write_timeout)
   LogIndex last_compaction;
 };
 
@@ -89,9 +90,13 @@ class SnapshotManager final : public SnapshotHooks {
   // A frame for which IsSnapshotTraffic() holds, from the transport (any thread).
   void HandleFrame(raftpb::Message message);
 
-  // Maintenance.Snapshot: a checkpoint of the current state as an archive. `done` runs on the
-  // driver's strand: it must not block.
+  // Maintenance.Snapshot: a checkpoint of at least the current applied state as an archive. The
+  // checkpoint is taken on the I/O thread; `done` runs on the driver's strand (it must not
+  // block), or here when the manager is stopped.
   void OpenArchive(ArchiveCallback done);
+  // A Maintenance.Snapshot stream was ended for not reading (options().archive_write_timeout).
+  void CountArchiveStreamCut();
+  [[nodiscard]] const SnapshotOptions& options() const { return options_; }
 
   // Runs on the strand after an image replaced the state machine (watch and lease bookkeeping
   // that caches store state must resynchronise). Subscribed before the driver starts.
@@ -120,6 +125,7 @@ class SnapshotManager final : public SnapshotHooks {
 
   // I/O thread.
   void ScheduleHousekeeping();
+  void PrepareTransfer(raft::Message envelope);
   void StartTransfer(raft::Message envelope, std::shared_ptr<const Checkpoint> checkpoint);
   void HandleChunk(const raftpb::Message& message);
   void HandleAck(const raftpb::Message& message);
@@ -129,7 +135,9 @@ class SnapshotManager final : public SnapshotHooks {
   void MaybeCompact(const raft::Node& node);
   void FinishCompaction(LogIndex target, std::uint64_t bytes_at_start, const raft::ConfState& conf,
                         const Result<LogIndex>& flushed);
-  void FailTransferNow(NodeId peer, const std::string& reason);
+  void FailTransferNow(NodeId peer, const std::string& reason);  // any thread
+  void FinishArchive(const Result<std::shared_ptr<const Checkpoint>>& checkpoint,
+                     const ArchiveCallback& done);
 
   const SnapshotOptions options_;
   const NodeId self_;
@@ -149,13 +157,14 @@ class SnapshotManager final : public SnapshotHooks {
   std::atomic<std::uint64_t> next_transfer_id_{1};
 
   // --- Strand only ---
-  CheckpointCache checkpoints_;
   raft::ConfState conf_;  // membership as of the core's applied index
   std::uint64_t bytes_since_compaction_ = 0;
   LogIndex last_conf_change_;     // last applied kConfChange entry
   bool flush_in_flight_ = false;  // a compaction's flush runs on the I/O thread
+  int archives_preparing_ = 0;    // archives whose checkpoint is being taken: no compaction
 
   // --- I/O thread only ---
+  CheckpointCache checkpoints_;
   std::map<NodeId, Outgoing> outgoing_;
   SnapshotAssembler assembler_;
 

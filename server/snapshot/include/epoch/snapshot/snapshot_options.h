@@ -1,5 +1,6 @@
 // SnapshotOptions: the knobs of snapshots and log compaction (epochd flags --snapshot-count,
-// --snapshot-bytes, --snapshot-catchup-entries, --snapshot-chunk-bytes; server/SNAPSHOT.md).
+// --snapshot-bytes, --snapshot-catchup-entries, --snapshot-chunk-bytes,
+// --snapshot-send-timeout-ms; server/SNAPSHOT.md).
 //
 // Threading: a plain value.
 #pragma once
@@ -18,6 +19,9 @@ struct SnapshotOptions {
   std::chrono::milliseconds receive_idle_timeout{30'000};
   // Bytes per SnapshotResponse message of Maintenance.Snapshot (etcd sends 32 KiB).
   std::size_t archive_message_bytes = 64 << 10;
+  // A Maintenance.Snapshot stream whose pending message is not taken by the client for this long
+  // is cancelled: an unread download would otherwise pin its checkpoint and buffers forever.
+  std::chrono::milliseconds archive_write_timeout{30'000};
 };
 
 }  // namespace epoch::server

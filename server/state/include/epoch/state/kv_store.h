@@ -11,10 +11,10 @@
 // only when RocksDB flushes its memtable: the driver must not discard Raft log entries above the
 // index returned by Flush() (or contained in a checkpoint).
 //
-// Threading: one applier thread calls the mutating methods (Apply*, CreateCheckpoint); Flush() may
-// run on any thread. Any number of threads may call the const read methods concurrently with it;
-// each read sees one consistent applied state (a RocksDB snapshot taken together with the revision
-// it belongs to).
+// Threading: one applier thread calls the mutating methods (Apply*, ReplaceWithCheckpoint);
+// Flush() and CreateCheckpoint() may run on any thread. Any number of threads may call the const
+// read methods concurrently with it; each read sees one consistent applied state (a RocksDB
+// snapshot taken together with the revision it belongs to).
 #pragma once
 
 #include <atomic>
@@ -152,8 +152,14 @@ class KvStore {
   // manager flushes on its I/O thread while the applier goes on).
   Result<LogIndex> Flush();
   // Writes a RocksDB checkpoint (a consistent, openable copy) into the new directory `dir` and
-  // returns the applied index it contains.
-  Result<LogIndex> CreateCheckpoint(const std::string& dir);
+  // returns the applied index and revision it contains, read from the image. Any thread: the
+  // image is the state after one ApplyBatch, whichever the applier had written when RocksDB
+  // switched the memtables.
+  struct ImageMeta {
+    LogIndex applied;
+    Revision revision;
+  };
+  Result<ImageMeta> CreateCheckpoint(const std::string& dir);
   // Replaces the whole state with the checkpoint in `checkpoint_dir` (a Raft snapshot received
   // from the leader), in place: one ingested SST file deletes every key and brings every key of
   // the checkpoint, so readers see the old state or the new one, never a mix, and the new state
