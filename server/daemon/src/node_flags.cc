@@ -207,7 +207,11 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Random election timeout spread");
   app.add_option("--max-clock-drift", c.raft.max_clock_drift,
                  "Bound on the clock rate difference between members (0.05 = 5%)");
-  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+  app.add_option("--logger", f.log.logger, "zap (JSON lines), or capnslog (plain, deprecated)");
+  app.add_option("--log-level", f.log.level, "debug, info, warn, error, panic, fatal");
+  app.add_option("--log-outputs", f.log.outputs,
+                 "default (stderr), stderr, stdout, systemd/journal or file paths, comma separated")
+      ->delimiter(',');
   app.add_option("--snapshot-count", c.snapshot.compaction.trigger_entries,
                  "Compact the Raft log once this many applied entries follow the last snapshot")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
