@@ -103,7 +103,8 @@ std::optional<std::pair<std::string, std::size_t>> QuotedValue(std::string_view 
   std::string value;
   for (std::size_t i = at + 1; i < text.size(); ++i) {
     if (text[i] == '\\' && i + 1 < text.size()) {
-      value += text[++i];
+      const char escaped = text[++i];
+      value += escaped == 'n' ? '\n' : escaped == 't' ? '\t' : escaped == 'r' ? '\r' : escaped;
     } else if (text[i] == '"') {
       return std::make_pair(std::move(value), i + 1);
     } else {
@@ -176,15 +177,20 @@ std::string Timestamp(spdlog::log_clock::time_point time) {
                      since_epoch.count() % 1'000'000);
 }
 
-// zap's short caller: "dir/file.cc:line".
+// zap's short caller, "package/file.cc:line": the file's directory, or the module above a src/
+// directory ("replication/raft_driver.cc" for server/replication/src/raft_driver.cc).
 std::string Caller(const spdlog::source_loc& source) {
-  std::string_view file = source.filename;
-  std::size_t slash = file.rfind('/');
-  if (slash != std::string_view::npos && slash > 0) {
-    std::size_t dir = file.rfind('/', slash - 1);
-    file.remove_prefix(dir == std::string_view::npos ? 0 : dir + 1);
+  std::string_view path = source.filename;
+  std::string_view file = path;
+  std::string_view dir;
+  if (std::size_t slash = path.rfind('/'); slash != std::string_view::npos) {
+    file = path.substr(slash + 1);
+    path = path.substr(0, slash);
+    if (path.ends_with("/src")) path.remove_suffix(4);
+    dir = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
   }
-  return fmt::format("{}:{}", file, source.line);
+  if (dir.empty()) return fmt::format("{}:{}", file, source.line);
+  return fmt::format("{}/{}:{}", dir, file, source.line);
 }
 
 }  // namespace

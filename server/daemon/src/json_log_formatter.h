@@ -6,15 +6,16 @@
 //
 // - "level": zap's names (debug, info, warn, error, fatal; spdlog's trace is "debug").
 // - "ts": UTC, ISO 8601 with microseconds.
-// - "caller": the last directory and file of the call site, and its line, when the record has a
-//   source location (the SPDLOG_INFO/... macros); omitted when it has none.
+// - "caller": the call site's module (its directory, or the one above src/), file and line, when
+//   the record has a source location (the SPDLOG_INFO/... macros); omitted when it has none.
 // - "msg" and the fields: a record's text follows the logging convention of docs/conventions.md
 //   §5, `key=value` fields among words. Every `key=value` token (key: a lower-case letter, then
 //   lower-case letters, digits, '-', '_' or '.'; value: up to the next space, or a "quoted"
-//   string with \" and \\ escapes) becomes a field; the remaining words, in order, are "msg".
-//   A value is a JSON number when it is a decimal integer, except for the keys that name members
-//   (IdKey()), whose hexadecimal IDs are always strings. A key that repeats, or that is one of
-//   level/ts/caller/msg, stays in the text. A trailing ',' or ';' ends an unquoted value.
+//   string with \", \\, \n, \t, \r escapes as fmt's "{:?}" writes it) becomes a field; the
+//   remaining words, in order, are "msg". A value is a JSON number when it is a decimal integer,
+//   except for the keys that name members (IdKey()), whose hexadecimal IDs are always strings. A
+//   key that repeats, or that is one of level/ts/caller/msg, stays in the text. A trailing ',' or
+//   ';' ends an unquoted value.
 // - Strings are escaped as JSON requires; bytes that are not UTF-8 become U+FFFD.
 //
 // Threading: spdlog calls format() under its sink's lock; the formatter has no state.

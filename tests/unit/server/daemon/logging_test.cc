@@ -54,7 +54,7 @@ TEST_CASE("json log: level, ts, caller, msg and the key=value fields", "[daemon]
       Line("leader changed node=8e9e05c52164694d term=7 leader=1234 previous-leader=0 role=leader",
            spdlog::level::info, here));
   CHECK(FieldOf(line, "level").string_value() == "info");
-  CHECK(FieldOf(line, "caller").string_value() == "src/raft_driver.cc:377");
+  CHECK(FieldOf(line, "caller").string_value() == "replication/raft_driver.cc:377");
   CHECK(FieldOf(line, "msg").string_value() == "leader changed");
   CHECK(FieldOf(line, "node").string_value() == "8e9e05c52164694d");
   CHECK(FieldOf(line, "term").number_value() == 7);
