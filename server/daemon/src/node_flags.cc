@@ -255,9 +255,11 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
   c.listen_client_extra.assign(clients->begin() + 1, clients->end());
   c.listen_peer = *peer;
   EPOCH_RETURN_IF_ERROR(FinishTlsFlags(f.tls, f.listen_client, c.client_tls));
-  if (f.listen_metrics.starts_with("https://")) {
+  c.client_tls.metrics_https = f.listen_metrics.starts_with("https://");
+  if (c.client_tls.metrics_https && c.client_tls.server.files.cert_file.empty() &&
+      !c.client_tls.auto_tls) {
     return Status::InvalidArgument(fmt::format(
-        "--listen-metrics-urls {}: https:// is not supported; /metrics is served over http",
+        "--listen-metrics-urls {}: https:// needs --cert-file and --key-file (or --auto-tls)",
         f.listen_metrics));
   }
   if (!f.listen_metrics.empty()) {
