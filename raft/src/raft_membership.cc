@@ -1,10 +1,23 @@
 // Proposals, membership changes one server at a time (dissertation §4.1–4.3) and leadership
 // transfer (§3.10).
 #include <algorithm>
+#include <string_view>
 
 #include "raft.h"
 
 namespace epoch::raft {
+namespace {
+
+std::string_view ConfChangeName(ConfChangeType type) {
+  switch (type) {
+    case ConfChangeType::kAddLearner: return "add-learner";
+    case ConfChangeType::kPromoteLearner: return "promote-learner";
+    case ConfChangeType::kRemoveNode: return "remove-member";
+  }
+  return "unknown";
+}
+
+}  // namespace
 
 ProposeResult Raft::Propose(std::vector<std::string> commands) {
   ProposeResult result;
@@ -93,8 +106,9 @@ void Raft::ApplyConfChangeEntry(const Entry& entry) {
   conf_ = std::move(*next);
   conf_index_ = entry.index;
   conf_changed_ = true;
-  Log(LogLevel::kInfo, "applied conf change at {}: voters {} learners {}", entry.index,
-      conf_.voters.size(), conf_.learners.size());
+  Log(LogLevel::kInfo, "applied conf change {} member={:x} index={} voters={} learners={}",
+      ConfChangeName(change->type), change->node.value(), entry.index, conf_.voters.size(),
+      conf_.learners.size());
   if (role_ != Role::kLeader) return;
   const NodeId node = change->node;
   switch (change->type) {

@@ -419,4 +419,81 @@ TEST_CASE("client TLS startup errors name the flag", "[integration][tls]") {
   }
 }
 
+// curl against an https:// --listen-metrics-urls: GET `path`, with the client certificate when
+// `with_cert`; the body on exit 0.
+CommandResult CurlMetrics(const Pki& pki, std::uint16_t port, const std::string& path,
+                          bool with_cert) {
+  std::vector<std::string> argv = {"/usr/bin/curl", "--silent", "--show-error", "--fail",
+                                   "--max-time",    "5",        "--cacert",     pki.ca.ca_file()};
+  if (with_cert) argv.insert(argv.end(), {"--cert", pki.client.cert, "--key", pki.client.key});
+  argv.push_back(fmt::format("https://127.0.0.1:{}{}", port, path));
+  return test::RunCommand(argv, {}, seconds(10));
+}
+
+TEST_CASE("an https:// --listen-metrics-urls serves /metrics and the probes over mutual TLS",
+          "[integration][tls][metrics]") {
+  test_support::TempDir dir("epoch-tls");
+  Pki pki(dir.path());
+  Result<test::PortBlock> ports = test::PortBlock::Reserve();
+  REQUIRE(ports.ok());
+  const std::uint16_t metrics_port = ports->port(2);
+  std::vector<std::string> argv = {EPOCHD_PATH,
+                                   "--name",
+                                   "n1",
+                                   "--data-dir",
+                                   dir.Sub("data"),
+                                   "--listen-peer-urls",
+                                   fmt::format("127.0.0.1:{}", ports->port(1)),
+                                   "--initial-cluster",
+                                   fmt::format("n1=127.0.0.1:{}", ports->port(1)),
+                                   "--listen-client-urls",
+                                   fmt::format("https://127.0.0.1:{}", ports->port(0)),
+                                   "--listen-metrics-urls",
+                                   fmt::format("https://127.0.0.1:{}", metrics_port),
+                                   "--cert-file",
+                                   pki.server.cert,
+                                   "--key-file",
+                                   pki.server.key,
+                                   "--trusted-ca-file",
+                                   pki.ca.ca_file(),
+                                   "--client-cert-auth"};
+  Result<test::ChildProcess> node = test::ChildProcess::Spawn(argv, dir.Sub("n1.log"));
+  REQUIRE(node.ok());
+  INFO(ReadFileIfExists(dir.Sub("n1.log")).substr(0, 4000));
+  CommandResult health;
+  const bool healthy = Eventually(
+      [&] {
+        health = CurlMetrics(pki, metrics_port, "/health", true);
+        return health.exit_code == 0 && health.out.find(R"("health":"true")") != std::string::npos;
+      },
+      seconds(20), kProcessPoll);
+  INFO(health.Describe());
+  REQUIRE(healthy);
+  CommandResult metrics = CurlMetrics(pki, metrics_port, "/metrics", true);
+  REQUIRE(metrics.exit_code == 0);
+  CHECK(metrics.out.find("etcd_server_has_leader 1") != std::string::npos);
+  // --client-cert-auth: no certificate, no answer.
+  CommandResult anonymous = CurlMetrics(pki, metrics_port, "/metrics", false);
+  CHECK(anonymous.exit_code != 0);
+  CHECK(anonymous.out.find("etcd_server") == std::string::npos);
+  // Plain HTTP on the TLS port gets no metrics either, and the node keeps serving.
+  Result<test::HttpResponse> plain = test::HttpGet(metrics_port, "/metrics", seconds(5));
+  CHECK((!plain.ok() || plain->code != 200));
+  CHECK(CurlMetrics(pki, metrics_port, "/livez", true).exit_code == 0);
+  CHECK(node->Running());
+  node->KillAndReap();
+}
+
+TEST_CASE("an https:// --listen-metrics-urls needs the certificate flags", "[integration][tls]") {
+  test_support::TempDir dir("epoch-tls");
+  CommandResult r = test::RunCommand(
+      {EPOCHD_PATH, "--name", "n1", "--data-dir", dir.Sub("data"), "--initial-cluster",
+       "n1=127.0.0.1:2380", "--listen-metrics-urls", "https://127.0.0.1:2381"},
+      {}, seconds(20));
+  INFO(r.Describe());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--listen-metrics-urls https://127.0.0.1:2381: https:// needs --cert-file") !=
+        std::string::npos);
+}
+
 }  // namespace epoch::integration

@@ -102,6 +102,18 @@ TEST_CASE("etcdctl: past --quota-backend-bytes the cluster raises NOSPACE until 
   const std::string disarmed = EtcdctlOk(*cluster, {"alarm", "disarm"});
   CHECK(Lines(disarmed).size() == 3);
   CHECK(NoSpaceAlarms(*cluster) == 0);
+  // Every member logged each alarm raised and cleared as it applied them (docs/logging.md).
+  for (int i = 0; i < cluster->size(); ++i) {
+    const std::string log = ReadFileIfExists(cluster->node(i).log_path);
+    for (int m = 0; m < cluster->size(); ++m) {
+      const std::string fields =
+          fmt::format(R"("alarm":"NOSPACE","alarm-member":"{}")", Hex(cluster->node(m).member_id));
+      INFO("node " << i << " member " << m);
+      CHECK(log.find(R"("level":"warn",)") != std::string::npos);
+      CHECK(log.find(R"("msg":"alarm raised",)" + fields) != std::string::npos);
+      CHECK(log.find(R"("msg":"alarm cleared",)" + fields) != std::string::npos);
+    }
+  }
   EtcdctlOk(*cluster, {"put", "small", "v"});
   EtcdctlOk(*cluster, {"lease", "grant", "30"});
 

@@ -52,8 +52,6 @@ const std::vector<EtcdOnlyKey>& EtcdOnlyKeys() {
       {"proxy-dial-timeout", {}, false, "used only with proxy"},
       {"proxy-write-timeout", {}, false, "used only with proxy"},
       {"proxy-read-timeout", {}, false, "used only with proxy"},
-      {"logger", {"zap"}, false, "epochd has one structured logger"},
-      {"log-outputs", {"", "default", "stderr"}, false, "epochd logs to stderr"},
       {"log-package-levels", {""}, false, "use log-level"},
       {"force-new-cluster", {"false"}, false, "not supported: restore a snapshot instead"},
       {"auto-compaction-mode", {}, false, "used only with auto-compaction-retention"},

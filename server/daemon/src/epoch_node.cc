@@ -388,6 +388,14 @@ void EpochNode::Impl::BuildServices() {
   watch_service_->Register(*rpc_server_);
   lock_service_->Register(*rpc_server_);
   election_service_->Register(*rpc_server_);
+  // The services just registered, each method listed at zero in /metrics from the start.
+  for (const char* served :
+       {etcdserverpb::KV::service_full_name(), etcdserverpb::Maintenance::service_full_name(),
+        etcdserverpb::Cluster::service_full_name(), etcdserverpb::Lease::service_full_name(),
+        v1::Lease::service_full_name(), etcdserverpb::Watch::service_full_name(),
+        v3lockpb::Lock::service_full_name(), v3electionpb::Election::service_full_name()}) {
+    grpc_metrics_.PreRegister(served);
+  }
 }
 
 // Every applied revision's events go to the watch hub (a copy; the strand never waits on it) and
@@ -434,8 +442,10 @@ Status EpochNode::Impl::StartServing() {
     metrics_ = std::make_unique<MetricsHttp>(
         executors_.loop(Executors::Loop::kPeer),
         [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); });
+    std::optional<rpc::ServerTlsOptions> tls;
+    if (config_.client_tls.metrics_https) tls = config_.client_tls.server;
     EPOCH_RETURN_IF_ERROR(
-        metrics_->Start(config_.listen_metrics.host, config_.listen_metrics.port));
+        metrics_->Start(config_.listen_metrics.host, config_.listen_metrics.port, tls));
   }
   DriverHooks hooks = lease_manager_->Hooks();
   hooks.snapshots = snapshots_.get();

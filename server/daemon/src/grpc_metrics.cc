@@ -1,9 +1,14 @@
 #include "grpc_metrics.h"
 
+#include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/message_lite.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include <cassert>
 #include <chrono>
+
+#include "epoch/api/recipe_wait.h"
 
 namespace epoch::server {
 namespace {
@@ -50,7 +55,13 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
-      Handled(methods->GetSendStatus().error_code());
+      const grpc::StatusCode code = methods->GetSendStatus().error_code();
+      Handled(code);
+      const auto* trailers = methods->GetSendTrailingMetadata();
+      if (code == grpc::StatusCode::OK && trailers != nullptr &&
+          trailers->count(kFencingTokenMetadata) > 0) {
+        metrics_.AddFencingToken();
+      }
     }
     methods->Proceed();
   }
@@ -106,6 +117,23 @@ GrpcMetrics::MethodStats& GrpcMetrics::Method(const char* full_method, ServerRpc
   return *methods_.emplace(std::string(name), std::move(stats)).first->second;
 }
 
+void GrpcMetrics::PreRegister(std::string_view service) {
+  const google::protobuf::ServiceDescriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(std::string(service));
+  assert(descriptor != nullptr && "a served service's descriptor is compiled in");
+  for (int i = 0; i < descriptor->method_count(); ++i) {
+    const google::protobuf::MethodDescriptor* m = descriptor->method(i);
+    ServerRpcInfo::Type type = ServerRpcInfo::Type::UNARY;
+    if (m->client_streaming()) {
+      type = m->server_streaming() ? ServerRpcInfo::Type::BIDI_STREAMING
+                                   : ServerRpcInfo::Type::CLIENT_STREAMING;
+    } else if (m->server_streaming()) {
+      type = ServerRpcInfo::Type::SERVER_STREAMING;
+    }
+    Method(fmt::format("/{}/{}", service, m->name()).c_str(), type);
+  }
+}
+
 const char* GrpcMetrics::CodeName(int code) {
   static constexpr std::array<const char*, kCodes> kNames = {
       "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
@@ -153,6 +181,10 @@ void GrpcMetrics::Render(MetricsText& m) const {
   for (const auto& [name, s] : methods_) {
     m.HistogramSamples("grpc_server_handling_seconds", labels(*s), s->handling);
   }
+  m.Counter("epoch_fencing_tokens_issued_total",
+            "Lock and Campaign calls answered with a fencing token (the epoch-fencing-token "
+            "trailer).",
+            fencing_tokens_.load(std::memory_order_relaxed));
   m.Counter("etcd_network_client_grpc_received_bytes_total",
             "The total number of bytes received from grpc clients.",
             received_bytes_.load(std::memory_order_relaxed));

@@ -13,6 +13,7 @@
 #include "config_sources.h"
 #include "epoch/daemon/epoch_node.h"
 #include "epoch/daemon/snapshot_restore.h"
+#include "logging.h"
 #include "node_flags.h"
 #include "systemd_notify.h"
 
@@ -65,8 +66,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  auto log_warnings = epoch::server::SetUpLogging(flags.log);
+  if (!log_warnings.ok()) {
+    std::cerr << "epochd: " << log_warnings.status().message() << "\n";
+    return 2;
+  }
+  for (const std::string& warning : *log_warnings) spdlog::warn("{}", warning);
   for (const std::string& warning : resolved->warnings) spdlog::warn("{}", warning);
   epoch::Status valid = epoch::server::FinishNodeFlags(flags, config);
   if (valid.ok()) valid = epoch::server::ApplyTlsPolicy(flags.tls);

@@ -1,8 +1,11 @@
 #include "metrics_http.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <memory>
+#include <type_traits>
 
 namespace epoch::server {
 namespace {
@@ -20,42 +23,72 @@ const char* Reason(int code) {
   }
 }
 
-class Connection : public std::enable_shared_from_this<Connection> {
+// One request on a plain socket or a TLS stream over it.
+template <typename Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
  public:
-  Connection(tcp::socket s, MetricsHttp& http, MetricsHttp::Handler& h)
-      : socket_(std::move(s)), timer_(socket_.get_executor()), http_(http), handler_(h) {}
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
+  Connection(tcp::socket s, MetricsHttp& http, MetricsHttp::Handler& h) requires(!kTls)
+      : stream_(std::move(s)), timer_(stream_.get_executor()), http_(http), handler_(h) {}
+  Connection(tcp::socket s, MetricsHttp& http, MetricsHttp::Handler& h,
+             std::shared_ptr<asio::ssl::context> tls) requires kTls
+      : tls_(std::move(tls)),
+        stream_(std::move(s), *tls_),
+        timer_(stream_.get_executor()),
+        http_(http),
+        handler_(h) {}
 
   void Start() {
     timer_.expires_after(MetricsHttp::kRequestTimeout);
-    timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    timer_.async_wait([self = this->shared_from_this()](std::error_code ec) {
       if (ec) return;  // cancelled: the request arrived
       self->http_.dropped.fetch_add(1, std::memory_order_relaxed);
       std::error_code ignored;
-      self->socket_.close(ignored);
+      self->Socket().close(ignored);
     });
-    asio::async_read_until(socket_, request_, "\r\n\r\n",
-                           [self = shared_from_this()](std::error_code ec, std::size_t) {
+    if constexpr (kTls) {
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](std::error_code ec) {
+                                if (ec) return self->Drop(ec);
+                                self->Read();
+                              });
+    } else {
+      Read();
+    }
+  }
+
+ private:
+  tcp::socket::lowest_layer_type& Socket() { return stream_.lowest_layer(); }
+
+  // A handshake that failed (no or a refused client certificate, not TLS at all), a request too
+  // long, a reset, or the timeout's close.
+  void Drop(std::error_code ec) {
+    timer_.cancel();
+    if (ec != asio::error::operation_aborted) {
+      http_.dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::error_code ignored;
+    Socket().close(ignored);
+  }
+
+  void Read() {
+    asio::async_read_until(stream_, request_, "\r\n\r\n",
+                           [self = this->shared_from_this()](std::error_code ec, std::size_t) {
+                             if (ec) return self->Drop(ec);
                              self->timer_.cancel();
-                             if (ec) {
-                               // Too long, reset, or closed by the timeout.
-                               if (ec != asio::error::operation_aborted) {
-                                 self->http_.dropped.fetch_add(1, std::memory_order_relaxed);
-                               }
-                               return;
-                             }
                              self->Dispatch();
                            });
   }
 
- private:
   void Dispatch() {
     http_.requests.fetch_add(1, std::memory_order_relaxed);
     std::istream in(&request_);
     std::string method, path;
     in >> method >> path;
     if (method != "GET") return Write(HttpReply{405, "method not allowed\n"});
-    handler_(path, [self = shared_from_this()](HttpReply reply) {
-      asio::post(self->socket_.get_executor(),
+    handler_(path, [self = this->shared_from_this()](HttpReply reply) {
+      asio::post(self->stream_.get_executor(),
                  [self, reply = std::move(reply)]() mutable { self->Write(std::move(reply)); });
     });
   }
@@ -64,14 +97,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_ = fmt::format(
         "HTTP/1.0 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
         reply.code, Reason(reply.code), reply.content_type, reply.body.size(), reply.body);
-    asio::async_write(socket_, asio::buffer(response_),
-                      [self = shared_from_this()](std::error_code, std::size_t) {
-                        std::error_code ignored;
-                        self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
-                      });
+    asio::async_write(
+        stream_, asio::buffer(response_),
+        [self = this->shared_from_this()](std::error_code, std::size_t) { self->Close(); });
   }
 
-  tcp::socket socket_;
+  void Close() {
+    std::error_code ignored;
+    if constexpr (kTls) {
+      // close_notify, bounded by a fresh deadline: a peer that never answers it is cut off.
+      timer_.expires_after(MetricsHttp::kRequestTimeout);
+      timer_.async_wait([self = this->shared_from_this()](std::error_code ec) {
+        if (ec) return;
+        std::error_code ignore;
+        self->Socket().close(ignore);
+      });
+      stream_.async_shutdown([self = this->shared_from_this()](std::error_code) {
+        self->timer_.cancel();
+        std::error_code ignore;
+        self->Socket().close(ignore);
+      });
+    } else {
+      Socket().shutdown(tcp::socket::shutdown_both, ignored);
+    }
+  }
+
+  std::shared_ptr<asio::ssl::context> tls_;  // outlives stream_'s SSL object
+  Stream stream_;
   asio::steady_timer timer_;
   MetricsHttp& http_;
   MetricsHttp::Handler& handler_;
@@ -99,7 +151,14 @@ Result<tcp::endpoint> ListenEndpoint(const std::string& host, std::uint16_t port
   return results.begin()->endpoint();
 }
 
-Status MetricsHttp::Start(const std::string& host, std::uint16_t port) {
+Status MetricsHttp::Start(const std::string& host, std::uint16_t port,
+                          std::optional<rpc::ServerTlsOptions> tls) {
+  if (tls) {
+    Result<std::shared_ptr<asio::ssl::context>> context = MakeMetricsTlsContext(*tls);
+    if (!context.ok()) return context.status().Annotate("--listen-metrics-urls https://");
+    tls_context_ = *std::move(context);
+    tls_ = std::move(tls);
+  }
   Result<tcp::endpoint> resolved = ListenEndpoint(host, port);
   if (!resolved.ok()) return resolved.status();
   const tcp::endpoint endpoint = *resolved;
@@ -126,7 +185,55 @@ void MetricsHttp::Stop() {
 }
 
 void MetricsHttp::Serve(tcp::socket socket) {
-  std::make_shared<Connection>(std::move(socket), *this, handler_)->Start();
+  if (!tls_) {
+    std::make_shared<Connection<tcp::socket>>(std::move(socket), *this, handler_)->Start();
+    return;
+  }
+  std::make_shared<Connection<asio::ssl::stream<tcp::socket>>>(std::move(socket), *this, handler_,
+                                                               TlsContext())
+      ->Start();
+}
+
+std::shared_ptr<asio::ssl::context> MetricsHttp::TlsContext() {
+  Result<std::shared_ptr<asio::ssl::context>> fresh = MakeMetricsTlsContext(*tls_);
+  if (fresh.ok()) {
+    tls_context_ = *std::move(fresh);
+  } else {
+    spdlog::warn("metrics TLS: keeping the previous certificate: {}", fresh.status().message());
+  }
+  return tls_context_;
+}
+
+Result<std::shared_ptr<asio::ssl::context>> MakeMetricsTlsContext(
+    const rpc::ServerTlsOptions& tls) {
+  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+  std::error_code ec;
+  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                           asio::ssl::context::no_tlsv1_1,
+                       ec);
+  // The process's cipher list (rpc::SetProcessTlsPolicy, --cipher-suites).
+  if (const char* ciphers = std::getenv("GRPC_SSL_CIPHER_SUITES"); ciphers != nullptr) {
+    if (SSL_CTX_set_cipher_list(context->native_handle(), ciphers) != 1) {
+      return Status::InvalidArgument(fmt::format("--cipher-suites: OpenSSL refuses {}", ciphers));
+    }
+  }
+  const rpc::TlsFiles& files = tls.files;
+  context->use_certificate_chain_file(files.cert_file, ec);
+  if (ec) return Status::IOError(fmt::format("--cert-file {}: {}", files.cert_file, ec.message()));
+  context->use_private_key_file(files.key_file, asio::ssl::context::pem, ec);
+  if (ec) return Status::IOError(fmt::format("--key-file {}: {}", files.key_file, ec.message()));
+  if (!files.trusted_ca_file.empty()) {
+    context->load_verify_file(files.trusted_ca_file, ec);
+    if (ec) {
+      return Status::IOError(
+          fmt::format("--trusted-ca-file {}: {}", files.trusted_ca_file, ec.message()));
+    }
+  }
+  if (tls.client_cert_auth) {
+    context->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+  }
+  return context;
 }
 
 void MetricsHttp::Accept() {

@@ -3,8 +3,14 @@
 // only GET; anything else gets 404 or 405. It serves connections it accepts itself
 // (--listen-metrics-urls) and connections ClientPortMux hands it from the client port.
 //
-// Hostile input: a request must arrive whole (headers end) within kRequestTimeout and fit in
-// kMaxRequestBytes, or the connection is closed without an answer; both are counted
+// With TLS (an https:// --listen-metrics-urls) every connection is a TLS server handshake first,
+// with the client port's certificate, key and CA, and a client certificate required when
+// --client-cert-auth is set (as etcd serves its metrics URLs). The files are read again for each
+// connection, so a rotated certificate is served without a restart; a file that does not load
+// keeps the previous one. The cipher list is the process's (rpc::SetProcessTlsPolicy).
+//
+// Hostile input: a handshake and a request must arrive whole (headers end) within kRequestTimeout
+// and fit in kMaxRequestBytes, or the connection is closed without an answer; both are counted
 // (epoch_http_requests_dropped_total).
 //
 // Threading: runs on the io_context it is given. The handler is called there and answers through
@@ -12,14 +18,19 @@
 #pragma once
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "epoch/metrics_text.h"
+#include "epoch/rpc/tls.h"
 #include "epoch/status.h"
 
 namespace epoch::server {
@@ -46,8 +57,10 @@ class MetricsHttp {
 
   MetricsHttp(asio::io_context& io, Handler handler)
       : acceptor_(io), retry_(io), handler_(std::move(handler)) {}
-  // Listens on host:port (0: any free port, see port()).
-  [[nodiscard]] Status Start(const std::string& host, std::uint16_t port);
+  // Listens on host:port (0: any free port, see port()); over TLS when `tls` is given (its files
+  // must load now).
+  [[nodiscard]] Status Start(const std::string& host, std::uint16_t port,
+                             std::optional<rpc::ServerTlsOptions> tls = std::nullopt);
   // Serves one request on a connection accepted elsewhere (the client port).
   void Serve(asio::ip::tcp::socket socket);
   void Stop();
@@ -63,11 +76,20 @@ class MetricsHttp {
 
  private:
   void Accept();
+  // The TLS context for a new connection: the files read again, or the last one that loaded.
+  std::shared_ptr<asio::ssl::context> TlsContext();
 
   asio::ip::tcp::acceptor acceptor_;
   asio::steady_timer retry_;  // an accept that failed (EMFILE) is retried after a pause
   Handler handler_;
   std::uint16_t port_ = 0;
+  std::optional<rpc::ServerTlsOptions> tls_;
+  std::shared_ptr<asio::ssl::context> tls_context_;  // the last that loaded; on the io_context
 };
+
+// An OpenSSL server context from the files (the process's cipher list; TLS 1.2 or later).
+// IOError naming the flag of a file that does not load.
+[[nodiscard]] Result<std::shared_ptr<asio::ssl::context>> MakeMetricsTlsContext(
+    const rpc::ServerTlsOptions& tls);
 
 }  // namespace epoch::server

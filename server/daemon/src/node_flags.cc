@@ -210,7 +210,11 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Random election timeout spread");
   app.add_option("--max-clock-drift", c.raft.max_clock_drift,
                  "Bound on the clock rate difference between members (0.05 = 5%)");
-  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+  app.add_option("--logger", f.log.logger, "zap (JSON lines), or capnslog (plain, deprecated)");
+  app.add_option("--log-level", f.log.level, "debug, info, warn, error, panic, fatal");
+  app.add_option("--log-outputs", f.log.outputs,
+                 "default (stderr), stderr, stdout, systemd/journal or file paths, comma separated")
+      ->delimiter(',');
   app.add_option("--snapshot-count", c.snapshot.compaction.trigger_entries,
                  "Compact the Raft log once this many applied entries follow the last snapshot")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
@@ -262,9 +266,11 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
   c.listen_client_extra.assign(clients->begin() + 1, clients->end());
   c.listen_peer = *peer;
   EPOCH_RETURN_IF_ERROR(FinishTlsFlags(f.tls, f.listen_client, c.client_tls));
-  if (f.listen_metrics.starts_with("https://")) {
+  c.client_tls.metrics_https = f.listen_metrics.starts_with("https://");
+  if (c.client_tls.metrics_https && c.client_tls.server.files.cert_file.empty() &&
+      !c.client_tls.auto_tls) {
     return Status::InvalidArgument(fmt::format(
-        "--listen-metrics-urls {}: https:// is not supported; /metrics is served over http",
+        "--listen-metrics-urls {}: https:// needs --cert-file and --key-file (or --auto-tls)",
         f.listen_metrics));
   }
   if (!f.listen_metrics.empty()) {

@@ -12,6 +12,7 @@
 #include "epoch/node/node_config.h"
 #include "epoch/peer/peer_tls.h"
 #include "epoch/status.h"
+#include "logging.h"
 #include "tls_flags.h"
 
 namespace epoch::server {
@@ -26,7 +27,7 @@ struct NodeFlags {
   std::string initial_cluster;
   std::string initial_cluster_clients;
   std::string initial_cluster_state = "new";
-  std::string log_level = "info";
+  LogOptions log;  // --logger, --log-level, --log-outputs (logging.h)
   int tick_ms = 10;
   int heartbeat_interval_ms = 0;  // etcd's --heartbeat-interval; 0 = --heartbeat-ticks
   int election_timeout_ms = 0;    // etcd's --election-timeout; 0 = --election-timeout-ticks

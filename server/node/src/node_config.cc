@@ -42,7 +42,7 @@ Result<std::map<std::string, HostPort>> ParseNamedList(std::string_view text, co
 }  // namespace
 
 bool ClientTlsConfig::Any() const {
-  return std::find(https.begin(), https.end(), true) != https.end();
+  return metrics_https || std::find(https.begin(), https.end(), true) != https.end();
 }
 
 std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }

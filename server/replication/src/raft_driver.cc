@@ -321,10 +321,11 @@ void RaftDriver::ApplyCommitted(std::span<const raft::Entry> entries) {
       std::partition_point(entries.begin(), entries.end(),
                            [applied](const raft::Entry& e) { return e.index <= applied; });
   const std::span<const raft::Entry> fresh = entries.subspan(first_fresh - entries.begin());
-  const auto apply_start = std::chrono::steady_clock::now();
+  // Timed on the driver's clock (RaftDriverOptions::clock), which tests can move.
+  const auto apply_start = Now();
   std::vector<ApplyOutcome> outcomes =
       fresh.empty() ? std::vector<ApplyOutcome>{} : state_machine_.Apply(fresh);
-  if (std::chrono::steady_clock::now() - apply_start > kSlowApply) ++counters_.slow_applies;
+  if (Now() - apply_start > kSlowApply) ++counters_.slow_applies;
   for (std::size_t i = 0; i < fresh.size(); ++i) {
     auto it = pending_proposals_.find(fresh[i].index);
     if (it == pending_proposals_.end()) continue;
@@ -374,8 +375,9 @@ void RaftDriver::ServeWaitingReads() {
 
 void RaftDriver::OnSoftState(const raft::SoftState& soft) {
   if (soft.leader != last_leader_) {
-    spdlog::info("node={:x} term={} leader={:x} role={}", options_.raft.id, soft.term, soft.leader,
-                 raft::RoleName(soft.role));
+    SPDLOG_INFO("{} node={:x} term={} leader={:x} previous-leader={:x} role={}",
+                soft.leader == raft::kNoNode ? "leader lost" : "leader changed", options_.raft.id,
+                soft.term, soft.leader, last_leader_, raft::RoleName(soft.role));
     ++counters_.leader_changes;
     // A ReadIndex request in flight to (or at) the old leader may never be answered.
     FailAllReads(LeaderChanged());

@@ -118,11 +118,9 @@ void SnapshotManager::StartTransfer(raft::Message envelope,
                                     std::shared_ptr<const Checkpoint> checkpoint) {
   const NodeId peer = envelope.to;
   const std::uint64_t id = next_transfer_id_.fetch_add(1);
-  spdlog::info(
-      "node={:x} sending snapshot {}/t{} to {:x}: image at applied {} ({} files), "
-      "transfer {}",
-      self_, envelope.snapshot->index, envelope.snapshot->term, peer, checkpoint->applied,
-      checkpoint->files.size(), id);
+  SPDLOG_INFO("sending snapshot node={:x} to={:x} index={} term={} applied={} files={} transfer={}",
+              self_, peer, envelope.snapshot->index, envelope.snapshot->term, checkpoint->applied,
+              checkpoint->files.size(), id);
   Outgoing out;
   out.started = std::chrono::steady_clock::now();
   out.sender = std::make_unique<SnapshotSender>(
@@ -155,12 +153,11 @@ void SnapshotManager::MaybeFinish(NodeId peer) {
                               std::chrono::steady_clock::now() - it->second.started)
                               .count();
   if (ok) {
-    spdlog::info("node={:x} snapshot transfer {} to {:x} done: {} bytes in {} chunks, {} ms", self_,
-                 sender.transfer_id(), peer, sender.total_bytes(), sender.chunks_sent(),
-                 elapsed_ms);
+    SPDLOG_INFO("sent snapshot node={:x} to={:x} transfer={} bytes={} chunks={} ms={}", self_, peer,
+                sender.transfer_id(), sender.total_bytes(), sender.chunks_sent(), elapsed_ms);
   } else {
-    spdlog::warn("node={:x} snapshot transfer {} to {:x} failed after {} ms: {}", self_,
-                 sender.transfer_id(), peer, elapsed_ms, sender.error());
+    SPDLOG_WARN("snapshot send failed node={:x} to={:x} transfer={} ms={} error={:?}", self_, peer,
+                sender.transfer_id(), elapsed_ms, sender.error());
   }
   outgoing_.erase(it);  // releases the checkpoint
   {
@@ -245,8 +242,8 @@ void SnapshotManager::KeepReadyImage(const AssembledSnapshot& image,
     (void)snapshot_io::RemoveAll(image.dir);
     return;
   }
-  spdlog::info("node={:x} received snapshot {}/t{} from {:x} (transfer {}); stepping it", self_,
-               image.meta.index, image.meta.term, image.from, image.transfer_id);
+  SPDLOG_INFO("received snapshot node={:x} from={:x} index={} term={} transfer={}", self_,
+              image.from, image.meta.index, image.meta.term, image.transfer_id);
   {
     std::lock_guard lock(mu_);
     const ImageKey key{image.meta.index, image.meta.term};
@@ -299,8 +296,8 @@ Status SnapshotManager::InstallSnapshot(const raft::SnapshotMeta& meta) {
     Result<LogIndex> flushed = store_.Flush();
     if (!flushed.ok()) return flushed.status();
   }
-  spdlog::info("node={:x} installed snapshot {}/t{}: state machine at applied {} revision {}",
-               self_, meta.index, meta.term, store_.AppliedIndex(), store_.CurrentRevision());
+  SPDLOG_INFO("installed snapshot node={:x} index={} term={} applied={} revision={}", self_,
+              meta.index, meta.term, store_.AppliedIndex(), store_.CurrentRevision());
   bytes_since_compaction_ = 0;
   {
     std::lock_guard lock(mu_);
@@ -369,10 +366,8 @@ void SnapshotManager::FinishCompaction(LogIndex target, std::uint64_t bytes_at_s
     spdlog::error("node={:x} log compaction to {} failed: {}", self_, index, compacted.ToString());
     return;
   }
-  spdlog::info(
-      "node={:x} compacted the log up to {} ({} entries kept, {} bytes appended since the "
-      "previous compaction)",
-      self_, index, log_.LastIndex() - index, bytes_at_start);
+  SPDLOG_INFO("created snapshot node={:x} index={} entries-kept={} bytes-since-previous={}", self_,
+              index, log_.LastIndex() - index, bytes_at_start);
   bytes_since_compaction_ -= std::min(bytes_since_compaction_, bytes_at_start);
   std::lock_guard lock(mu_);
   ++stats_.compactions;

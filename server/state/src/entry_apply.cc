@@ -1,5 +1,7 @@
 #include "entry_apply.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "compaction.h"
@@ -155,6 +157,16 @@ void FillHeaderRevision(Revision rev, InternalResponse* resp) {
   }
 }
 
+// One log line per alarm raised or cleared (`changed` lists it; empty when nothing changed).
+void LogAlarmChange(const pb::AlarmRequest& request, const pb::AlarmResponse& changed) {
+  if (changed.alarms().empty()) return;
+  const bool raised = request.action() == pb::AlarmRequest::ACTIVATE;
+  SPDLOG_LOGGER_CALL(spdlog::default_logger_raw(),
+                     raised ? spdlog::level::warn : spdlog::level::info,
+                     "{} alarm={} alarm-member={:x}", raised ? "alarm raised" : "alarm cleared",
+                     pb::AlarmType_Name(request.alarm()), request.memberid());
+}
+
 // Dispatch without the idempotency layer.
 Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const InternalRequest& req,
                     ApplyResult* out) {
@@ -180,6 +192,7 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
       out->status = ValidateAlarmChange(req.alarm());
       if (!out->status.ok()) return Status::Ok();
       ApplyAlarmChange(req.alarm(), &meta->alarms, out->response.mutable_alarm());
+      LogAlarmChange(req.alarm(), out->response.alarm());
       return Status::Ok();
     case InternalRequest::kMemberAttributes:
       out->status = ValidateMemberAttributes(req.member_attributes());

@@ -1,4 +1,5 @@
 // The injected Logger sees the core's events and never changes its behaviour.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "epoch/raft/logger.h"
@@ -40,6 +41,24 @@ TEST_CASE("logger: receives events and does not change behaviour", "[raft][logge
   };
   CHECK(mentions("became leader"));
   CHECK(mentions("transferring leadership"));
+}
+
+// The member-change event of docs/logging.md: kind, member and index as key=value fields.
+TEST_CASE("logger: an applied conf change names its kind, member and index", "[raft][logger]") {
+  RecordingLogger logger;
+  TestCluster c(
+      3, [&](Config& k) { k.logger = &logger; }, 7);
+  c.BootAndElect(1);
+  c.AddEmptyNode(4);
+  auto proposed = c.node(1).ProposeConfChange(ConfChange{ConfChangeType::kAddLearner, Id(4)});
+  REQUIRE(proposed.ok());
+  c.Run(10);
+  const std::string expected = fmt::format(
+      "applied conf change add-learner member=4 index={} voters=3 learners=1", proposed.last_index);
+  const auto applied = std::count_if(logger.lines.begin(), logger.lines.end(), [&](auto& l) {
+    return l.find(expected) != std::string::npos;
+  });
+  CHECK(applied >= 3);  // once on each voter (and on the learner, if it applies the entry)
 }
 
 }  // namespace

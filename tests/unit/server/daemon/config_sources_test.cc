@@ -105,7 +105,7 @@ max-txn-ops: 64
   CHECK(node.config.limits.max_txn_ops == 64);
   CHECK(node.config.listen_client.ToString() == "127.0.0.1:2389");
   CHECK(node.config.listen_client_extra.size() == 1);
-  CHECK(node.flags.log_level == "debug");
+  CHECK(node.flags.log.level == "debug");
   CHECK(node.flags.config_file == path);
   CHECK(Contains(warnings, "'max-wals' ignored"));
 }
@@ -120,8 +120,7 @@ TEST_CASE("config: etcd keys that would change behaviour are refused by name", "
       {"discovery-srv", "example.com"},
       {"proxy", "'on'"},
       {"wal-dir", "/var/lib/wal"},
-      {"logger", "capnslog"},
-      {"log-outputs", "[systemd/journal]"},
+      {"log-package-levels", "etcdserver=DEBUG"},
       {"cors", "'https://example.com'"},
       {"no-such-key", "1"},
       {"experimental-corrupt-check-time", "1m"},

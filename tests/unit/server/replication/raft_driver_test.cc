@@ -39,6 +39,8 @@ class ToyStateMachine final : public StateMachine {
         v1::InternalRequest req;
         if (!req.ParseFromString(e.data)) ++bad_entries;  // checked by ~Cluster (test thread)
         o.request_id = req.request_id();
+        // A put of "slow/..." takes apply_cost_ms on the member's clock (a forced slow apply).
+        if (req.put().key().starts_with("slow/")) apply_clock_ms += apply_cost_ms.load();
         std::lock_guard lock(mu_);
         data_[req.put().key()] = req.put().value();
         o.response.mutable_put()->mutable_header()->set_revision(
@@ -56,6 +58,8 @@ class ToyStateMachine final : public StateMachine {
     return it->second;
   }
   std::atomic<int> bad_entries{0};
+  std::atomic<std::int64_t> apply_cost_ms{0};
+  std::atomic<std::int64_t> apply_clock_ms{0};  // added to the member's clock
 
  private:
   std::atomic<LogIndex> applied_{LogIndex(1)};  // the bootstrap snapshot covers index 1
@@ -134,7 +138,7 @@ class Cluster {
       opts.seed = static_cast<std::uint64_t>(i);
       opts.clock = [m = node.get()] {
         return std::chrono::steady_clock::now() +
-               std::chrono::milliseconds(m->clock_offset_ms.load());
+               std::chrono::milliseconds(m->clock_offset_ms.load() + m->sm.apply_clock_ms.load());
       };
       opts.on_fatal = [m = node.get()](const Status& s) {
         std::lock_guard lock(m->mu);
@@ -264,6 +268,25 @@ TEST_CASE("driver: a leader is elected and proposals commit with their response"
   INFO(read.ToString());
   REQUIRE(read.ok());
   CHECK(c.member(follower).sm.Get("k") == "v1");
+}
+
+// etcd_server_slow_apply_total: an apply that takes longer than kSlowApply on the driver's clock
+// is counted. The toy state machine moves the member's clock while it applies a "slow/" key.
+TEST_CASE("driver: an apply slower than kSlowApply is counted", "[server][driver][metrics]") {
+  Cluster c(1);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  REQUIRE(c.Put(leader, "warm", "v").first.ok());
+  const std::uint64_t before = c.member(leader).driver->status().slow_applies;
+  c.member(leader).sm.apply_cost_ms = (RaftDriver::kSlowApply + 50ms).count();
+  REQUIRE(c.Put(leader, "slow/1", "v").first.ok());
+  // status() is published at the top of every Ready; reads make more of them.
+  bool counted = false;
+  for (int attempt = 0; attempt < 100 && !counted; ++attempt) {
+    REQUIRE(c.Read(leader).ok());
+    counted = c.member(leader).driver->status().slow_applies >= before + 1;
+  }
+  CHECK(counted);
 }
 
 // Reads queued on the strand before their request is made share one ReadIndex round, and each

@@ -56,6 +56,9 @@ struct ClientTlsConfig {
   // Per --listen-client-urls entry, in order (listen_client, then listen_client_extra): whether
   // it is https://. Missing entries are plaintext.
   std::vector<bool> https;
+  // --listen-metrics-urls is https://: /metrics and the probes are served over TLS with the same
+  // certificate, key, CA and --client-cert-auth (as etcd's).
+  bool metrics_https = false;
 
   [[nodiscard]] bool Https(std::size_t listener) const {
     return listener < https.size() && https[listener];
