@@ -13,6 +13,12 @@ namespace {
 
 namespace pb = etcdserverpb;
 
+// Whether `condition` holds within `timeout` (polled).
+template <typename Condition>
+bool Within(std::chrono::seconds timeout, Condition condition) {
+  return Eventually(condition, timeout);
+}
+
 std::string Msg(const EtcdError& e) { return std::string(e.message); }
 
 std::vector<std::string> As(const std::string& user, std::vector<std::string> args) {
@@ -29,7 +35,7 @@ std::string Token(TestCluster& cluster, int i, const std::string& name, const st
   req.set_password(pw);
   pb::AuthenticateResponse resp;
   grpc::Status last;
-  const bool done = Eventually(std::chrono::seconds(15), [&] {
+  const bool done = Within(std::chrono::seconds(15), [&] {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     last = stub->Authenticate(&ctx, req, &resp);
@@ -123,7 +129,7 @@ TEST_CASE("etcdctl: users, roles and prefix permissions once auth is enabled",
   EtcdctlOk(*cluster, As(root, {"role", "revoke-permission", "jobs", "--prefix=true", "/jobs/"}));
   for (int i = 0; i < 3; ++i) {
     INFO("node " << i);
-    CHECK(Eventually(std::chrono::seconds(5), [&] {
+    CHECK(Within(std::chrono::seconds(5), [&] {
       return GetWithToken(*cluster, i, token, "/jobs/1").error_message() == denied;
     }));
   }
@@ -156,7 +162,7 @@ TEST_CASE("auth: a bad token is refused; a token survives a leader kill; auth su
   cluster->Kill(*leader);
   REQUIRE(cluster->WaitForLeader(std::chrono::seconds(10), *leader).ok());
   grpc::Status after;
-  CHECK(Eventually(std::chrono::seconds(10), [&] {
+  CHECK(Within(std::chrono::seconds(10), [&] {
     after = GetWithToken(*cluster, survivor, token, "/config");
     return after.ok();
   }));
