@@ -88,6 +88,18 @@ enum class ErrorId : std::uint16_t {
   kAuthNotEnabled,
   kAuthFailed,
   kInvalidAuthToken,
+  kRootUserNotExist,
+  kRootRoleNotExist,
+  kUserAlreadyExist,
+  kUserEmpty,
+  kUserNotFound,
+  kRoleAlreadyExist,
+  kRoleNotFound,
+  kRoleEmpty,
+  kRoleNotGranted,
+  kPermissionNotGranted,
+  kInvalidAuthMgmt,
+  kAuthOldRevision,
   // Epoch's own.
   kProposalDropped,    // the Raft core refused a proposal (no leader yet, transfer in progress)
   kLeaderUnreachable,  // the leader's endpoint is not connected: the request was NOT sent
@@ -203,6 +215,35 @@ inline constexpr EtcdError kAuthFailed{
     "etcdserver: authentication failed, invalid user ID or password"};
 inline constexpr EtcdError kInvalidAuthToken{ErrorId::kInvalidAuthToken, GrpcCode::kUnauthenticated,
                                              "etcdserver: invalid auth token"};
+inline constexpr EtcdError kRootUserNotExist{ErrorId::kRootUserNotExist,
+                                             GrpcCode::kFailedPrecondition,
+                                             "etcdserver: root user does not exist"};
+inline constexpr EtcdError kRootRoleNotExist{ErrorId::kRootRoleNotExist,
+                                             GrpcCode::kFailedPrecondition,
+                                             "etcdserver: root user does not have root role"};
+inline constexpr EtcdError kUserAlreadyExist{ErrorId::kUserAlreadyExist,
+                                             GrpcCode::kFailedPrecondition,
+                                             "etcdserver: user name already exists"};
+inline constexpr EtcdError kUserEmpty{ErrorId::kUserEmpty, GrpcCode::kInvalidArgument,
+                                      "etcdserver: user name is empty"};
+inline constexpr EtcdError kUserNotFound{ErrorId::kUserNotFound, GrpcCode::kFailedPrecondition,
+                                         "etcdserver: user name not found"};
+inline constexpr EtcdError kRoleAlreadyExist{ErrorId::kRoleAlreadyExist,
+                                             GrpcCode::kFailedPrecondition,
+                                             "etcdserver: role name already exists"};
+inline constexpr EtcdError kRoleNotFound{ErrorId::kRoleNotFound, GrpcCode::kFailedPrecondition,
+                                         "etcdserver: role name not found"};
+inline constexpr EtcdError kRoleEmpty{ErrorId::kRoleEmpty, GrpcCode::kInvalidArgument,
+                                      "etcdserver: role name is empty"};
+inline constexpr EtcdError kRoleNotGranted{ErrorId::kRoleNotGranted, GrpcCode::kFailedPrecondition,
+                                           "etcdserver: role is not granted to the user"};
+inline constexpr EtcdError kPermissionNotGranted{
+    ErrorId::kPermissionNotGranted, GrpcCode::kFailedPrecondition,
+    "etcdserver: permission is not granted to the role"};
+inline constexpr EtcdError kInvalidAuthMgmt{ErrorId::kInvalidAuthMgmt, GrpcCode::kInvalidArgument,
+                                            "etcdserver: invalid auth management"};
+inline constexpr EtcdError kAuthOldRevision{ErrorId::kAuthOldRevision, GrpcCode::kInvalidArgument,
+                                            "etcdserver: revision of auth store is old"};
 // Epoch's own.
 inline constexpr EtcdError kProposalDropped{ErrorId::kProposalDropped, GrpcCode::kUnavailable,
                                             "etcdserver: proposal dropped"};

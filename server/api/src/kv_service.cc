@@ -6,6 +6,7 @@
 #include "epoch/peer/leader_forwarder.h"
 #include "epoch/rpc/async_rpc.h"
 #include "epoch/rpc/grpc_util.h"
+#include "epoch/state/auth_state.h"
 #include "epoch/state/kv_validation.h"
 
 namespace epoch::server {
@@ -71,6 +72,11 @@ rpc::UnaryReactor* KvService::Range(rpc::CallContext* ctx,
                                     etcdserverpb::RangeResponse* response) {
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   Status valid = ValidateRange(*request);
+  if (valid.ok()) {
+    valid = node_.auth().Authorize(*ctx, [request](const AuthState& a, std::string_view user) {
+      return CheckRangePermission(a, user, *request);
+    });
+  }
   if (!valid.ok()) {
     reactor->Finish(ToGrpc(valid));
     return reactor;
@@ -96,13 +102,21 @@ rpc::UnaryReactor* KvService::Range(rpc::CallContext* ctx,
 
 rpc::UnaryReactor* KvService::Put(rpc::CallContext* ctx, const etcdserverpb::PutRequest* request,
                                   etcdserverpb::PutResponse* response) {
+  v1::InternalRequest internal;
   Status valid = ValidatePut(*request);
+  if (valid.ok()) {
+    valid = node_.auth().Authorize(
+        *ctx,
+        [request](const AuthState& a, std::string_view user) {
+          return CheckPutPermission(a, user, *request);
+        },
+        &internal);
+  }
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }
-  v1::InternalRequest internal;
   *internal.mutable_put() = *request;
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.put(); });
@@ -111,13 +125,21 @@ rpc::UnaryReactor* KvService::Put(rpc::CallContext* ctx, const etcdserverpb::Put
 rpc::UnaryReactor* KvService::DeleteRange(rpc::CallContext* ctx,
                                           const etcdserverpb::DeleteRangeRequest* request,
                                           etcdserverpb::DeleteRangeResponse* response) {
+  v1::InternalRequest internal;
   Status valid = ValidateDeleteRange(*request);
+  if (valid.ok()) {
+    valid = node_.auth().Authorize(
+        *ctx,
+        [request](const AuthState& a, std::string_view user) {
+          return CheckDeleteRangePermission(a, user, *request);
+        },
+        &internal);
+  }
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }
-  v1::InternalRequest internal;
   *internal.mutable_delete_range() = *request;
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.delete_range(); });
@@ -125,7 +147,16 @@ rpc::UnaryReactor* KvService::DeleteRange(rpc::CallContext* ctx,
 
 rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::TxnRequest* request,
                                   etcdserverpb::TxnResponse* response) {
+  v1::InternalRequest internal;
   Status valid = ValidateTxn(*request, node_.config().limits);
+  if (valid.ok()) {
+    valid = node_.auth().Authorize(
+        *ctx,
+        [request](const AuthState& a, std::string_view user) {
+          return CheckTxnPermission(a, user, *request);
+        },
+        &internal);
+  }
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(valid));
@@ -147,7 +178,6 @@ rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::Txn
     });
     return reactor;
   }
-  v1::InternalRequest internal;
   *internal.mutable_txn() = *request;
   internal.set_txn_read_keys_max(node_.config().limits.max_txn_read_keys);
   return WriteThroughLog(ctx, std::move(internal), response,
@@ -158,6 +188,13 @@ rpc::UnaryReactor* KvService::Compact(rpc::CallContext* ctx,
                                       const etcdserverpb::CompactionRequest* request,
                                       etcdserverpb::CompactionResponse* response) {
   v1::InternalRequest internal;
+  // Root only: a compaction removes every user's history.
+  Status allowed = node_.auth().AuthorizeAdmin(*ctx, &internal);
+  if (!allowed.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(allowed));
+    return reactor;
+  }
   *internal.mutable_compaction() = *request;
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.compaction(); });

@@ -52,6 +52,12 @@ rpc::UnaryReactor* MaintenanceService::Alarm(rpc::CallContext* ctx,
     return reactor;
   }
   v1::InternalRequest internal;
+  // Raising or clearing an alarm stops or restarts every write: root only while auth is on.
+  valid = node_.auth().AuthorizeAdmin(*ctx, &internal);
+  if (!valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
   *internal.mutable_alarm() = *request;
   node_.Write(std::move(internal), ctx->deadline(),
               [this, reactor, response](const epoch::Status& s, const v1::InternalResponse& r) {
@@ -134,8 +140,22 @@ rpc::UnaryReactor* MaintenanceService::MoveLeader(rpc::CallContext* ctx,
   return reactor;
 }
 
+namespace {
+
+// A snapshot stream refused before it starts (the caller is not root).
+class RefusedStream final : public rpc::WriteReactor<etcdserverpb::SnapshotResponse> {
+ public:
+  explicit RefusedStream(const epoch::Status& why) { Finish(ToGrpc(why)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 rpc::WriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
     rpc::CallContext* ctx, const etcdserverpb::SnapshotRequest*) {
+  // The whole database: root only while auth is on, as etcd's.
+  epoch::Status allowed = node_.auth().AuthorizeAdmin(*ctx);
+  if (!allowed.ok()) return new RefusedStream(allowed);
   return StartSnapshotStream(node_, snapshots_, ctx, snapshot_message_bytes_);
 }
 
@@ -195,29 +215,42 @@ rpc::UnaryReactor* ClusterService::MemberPromote(rpc::CallContext* ctx,
 
 void MaintenanceService::Register(rpc::Server& server) {
   using Async = etcdserverpb::Maintenance::AsyncService;
+  // Root only while auth is on (etcd's authMaintenanceServer); Status is open to everyone.
+  auto admin = [this](auto handler) {
+    return [this, handler](rpc::CallContext* c, const auto* q, auto* r) -> rpc::UnaryReactor* {
+      epoch::Status allowed = node_.auth().AuthorizeAdmin(*c);
+      if (allowed.ok()) return handler(c, q, r);
+      rpc::UnaryReactor* reactor = c->DefaultReactor();
+      reactor->Finish(ToGrpc(allowed));
+      return reactor;
+    };
+  };
   server.Unary(this, &Async::RequestAlarm,
                [this](rpc::CallContext* c, const auto* q, auto* r) { return Alarm(c, q, r); },
                {.pending = 2});
   server.Unary(this, &Async::RequestStatus,
                [this](rpc::CallContext* c, const auto* q, auto* r) { return Status(c, q, r); },
                {.pending = 4});
-  server.Unary(this, &Async::RequestDefragment,
-               [this](rpc::CallContext* c, const auto* q, auto* r) { return Defragment(c, q, r); },
-               {.pending = 2});
+  server.Unary(
+      this, &Async::RequestDefragment,
+      admin([this](rpc::CallContext* c, const auto* q, auto* r) { return Defragment(c, q, r); }),
+      {.pending = 2});
   server.Unary(this, &Async::RequestHash, [](rpc::CallContext* c, const auto*, auto*) {
     rpc::UnaryReactor* reactor = c->DefaultReactor();
     reactor->Finish(
         grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Hash is not implemented; use HashKV"));
     return reactor;
   });
-  server.Unary(this, &Async::RequestHashKV,
-               [this](rpc::CallContext* c, const auto* q, auto* r) { return HashKV(c, q, r); },
-               {.pending = 2});
+  server.Unary(
+      this, &Async::RequestHashKV,
+      admin([this](rpc::CallContext* c, const auto* q, auto* r) { return HashKV(c, q, r); }),
+      {.pending = 2});
   server.ServerStream(this, &Async::RequestSnapshot,
                       [this](rpc::CallContext* c, const auto* q) { return Snapshot(c, q); });
-  server.Unary(this, &Async::RequestMoveLeader,
-               [this](rpc::CallContext* c, const auto* q, auto* r) { return MoveLeader(c, q, r); },
-               {.pending = 2});
+  server.Unary(
+      this, &Async::RequestMoveLeader,
+      admin([this](rpc::CallContext* c, const auto* q, auto* r) { return MoveLeader(c, q, r); }),
+      {.pending = 2});
 }
 
 void ClusterService::Register(rpc::Server& server) {

@@ -4,6 +4,7 @@
 
 #include "epoch/etcd_errors.h"
 #include "epoch/rpc/grpc_util.h"
+#include "epoch/state/auth_state.h"
 #include "epoch/thread_name.h"
 #include "epoch/watch/watch_session.h"
 
@@ -30,7 +31,8 @@ class WatchService::Stream final
     : public rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>,
       public std::enable_shared_from_this<Stream> {
  public:
-  explicit Stream(WatchService& service) : service_(service) {}
+  Stream(WatchService& service, const rpc::CallContext* context)
+      : service_(service), context_(context) {}
 
   void Start() {
     self_ = shared_from_this();
@@ -43,7 +45,8 @@ class WatchService::Stream final
                                                },
                                                [&node](etcdserverpb::ResponseHeader* header) {
                                                  node.FillHeader(header);
-                                               }});
+                                               },
+                                               AuthorizeCreate()});
     StartRead(&request_);
   }
 
@@ -112,6 +115,18 @@ class WatchService::Stream final
   }
 
  private:
+  // A create is checked against the caller's read permission on its keys (etcd's
+  // isWatchPermitted); the call's context outlives the session.
+  std::function<epoch::Status(const etcdserverpb::WatchCreateRequest&)> AuthorizeCreate() {
+    const rpc::CallContext* context = context_;
+    AuthGate& gate = service_.node_.auth();
+    return [context, &gate](const etcdserverpb::WatchCreateRequest& create) {
+      return gate.Authorize(*context, [&create](const AuthState& a, std::string_view user) {
+        return CheckKeyPermission(a, user, AuthAccess::kRead, create.key(), create.range_end());
+      });
+    };
+  }
+
   void Write(const etcdserverpb::WatchResponse& response) {
     {
       std::lock_guard lock(mu_);
@@ -122,6 +137,7 @@ class WatchService::Stream final
   }
 
   WatchService& service_;
+  const rpc::CallContext* const context_;
   std::shared_ptr<Stream> self_;  // set from Start/Refuse until OnDone
   std::shared_ptr<WatchSession> session_;
   etcdserverpb::WatchRequest request_;  // the read in progress
@@ -148,7 +164,7 @@ WatchService::~WatchService() { hub_->Detach(); }
 
 rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* WatchService::Watch(
     rpc::CallContext* context) {
-  auto stream = std::make_shared<Stream>(*this);
+  auto stream = std::make_shared<Stream>(*this, context);
   const bool require_leader = RequiresLeader(context);
   if (require_leader && !HasLeader(node_)) {
     stream->Refuse(ToGrpc(etcd_errors::kNoLeader));

@@ -66,8 +66,6 @@ const std::vector<EtcdOnlyKey>& EtcdOnlyKeys() {
       {"backend-batch-interval", {}, true, "epochd commits its store per Raft batch"},
       {"backend-batch-limit", {}, true, "epochd commits its store per Raft batch"},
       {"initial-election-tick-advance", {}, true, "epochd waits one election timeout"},
-      {"auth-token", {"", "simple"}, false, "authentication is not supported by this epochd"},
-      {"bcrypt-cost", {}, false, "used only with authentication"},
       {"unsafe-no-fsync", {"false"}, false, "epochd always syncs its WAL"},
   };
   return keys;

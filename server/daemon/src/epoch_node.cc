@@ -11,6 +11,7 @@
 #include "client_port_mux.h"
 #include "disk_failpoint.h"
 #include "durability_watch.h"
+#include "epoch/api/auth_service.h"
 #include "epoch/api/election_service.h"
 #include "epoch/api/kv_service.h"
 #include "epoch/api/lease_service.h"
@@ -176,6 +177,7 @@ class EpochNode::Impl {
   std::unique_ptr<WatchService> watch_service_;
   std::unique_ptr<LockService> lock_service_;
   std::unique_ptr<ElectionService> election_service_;
+  std::unique_ptr<AuthService> auth_service_;
 
   // 5. Serving.
   GrpcMetrics grpc_metrics_;  // the client port's interceptors count into it
@@ -380,6 +382,7 @@ void EpochNode::Impl::BuildServices() {
       *context_, executors_.loop(Executors::Loop::kWatch), watch_options);
   lock_service_ = std::make_unique<LockService>(*context_, *recipe_feed_);
   election_service_ = std::make_unique<ElectionService>(*context_, *recipe_feed_);
+  auth_service_ = std::make_unique<AuthService>(*context_);
   kv_service_->Register(*rpc_server_);
   maintenance_service_->Register(*rpc_server_);
   cluster_service_->Register(*rpc_server_);
@@ -388,12 +391,14 @@ void EpochNode::Impl::BuildServices() {
   watch_service_->Register(*rpc_server_);
   lock_service_->Register(*rpc_server_);
   election_service_->Register(*rpc_server_);
+  auth_service_->Register(*rpc_server_);
   // The services just registered, each method listed at zero in /metrics from the start.
   for (const char* served :
        {etcdserverpb::KV::service_full_name(), etcdserverpb::Maintenance::service_full_name(),
         etcdserverpb::Cluster::service_full_name(), etcdserverpb::Lease::service_full_name(),
         v1::Lease::service_full_name(), etcdserverpb::Watch::service_full_name(),
-        v3lockpb::Lock::service_full_name(), v3electionpb::Election::service_full_name()}) {
+        v3lockpb::Lock::service_full_name(), v3electionpb::Election::service_full_name(),
+        etcdserverpb::Auth::service_full_name()}) {
     grpc_metrics_.PreRegister(served);
   }
 }
@@ -410,6 +415,8 @@ void EpochNode::Impl::Subscribe() {
   state_machine_->AddAppliedHook([feed = recipe_feed_.get()](LogIndex, const ApplyResult& r) {
     feed->Publish(r.revision, r.events);
   });
+  state_machine_->AddAppliedHook([tokens = &context_->auth().tokens()](
+                                     LogIndex, const ApplyResult& r) { tokens->OnApplied(r); });
   snapshots_->AddInstalledHook([weak_hub, feed = recipe_feed_.get()](const raft::SnapshotMeta&) {
     if (auto hub = weak_hub.lock()) hub->Resync();
     feed->Resync();

@@ -251,6 +251,18 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_flag("--enable-failpoints", c.enable_failpoints,
                "Serve /failpoint/... on the metrics listener (chaos tests; server/README.md)");
   AddTlsFlags(app, f.tls, c.client_tls);
+  app.add_option("--auth-token", f.auth_token,
+                 "Token kind of the Auth service (etcd's flag): simple (random tokens that "
+                 "every member knows)")
+      ->check(CLI::IsMember({"simple"}));
+  app.add_option_function<std::int64_t>(
+         "--auth-token-ttl", [&c](std::int64_t s) { c.auth_token_ttl = std::chrono::seconds(s); },
+         "Seconds a simple token stays valid, on the cluster clock (etcd's flag, default 300)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{365} * 24 * 3600));
+  app.add_option("--bcrypt-cost", c.bcrypt_cost,
+                 "Work of a password hash (etcd's flag): 2^(cost+7) PBKDF2-SHA256 iterations, "
+                 "at most 2^30")
+      ->check(CLI::Range(4, 31));
   app.add_option("--restore-snapshot", f.restore_snapshot,
                  "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
                  "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");

@@ -47,6 +47,7 @@ NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& 
           *client_queue_, [this](NodeId id) { return ClientUrlOf(id); }, member_credentials_)),
       peer_forwarder_(peer_forwarder),
       timer_executor_(read_pool.get_executor()),
+      auth_(store, config.client_tls.server.client_cert_auth),
       space_quota_(std::make_unique<SpaceQuota>(*this, config.SpaceQuotaBytes())) {}
 
 NodeContext::~NodeContext() = default;

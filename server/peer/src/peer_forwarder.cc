@@ -128,7 +128,20 @@ bool PeerForwarder::Forwardable(const v1::InternalRequest& request) {
     case v1::InternalRequest::kTxn:
     case v1::InternalRequest::kCompaction:
     case v1::InternalRequest::kAlarm:
-    case v1::InternalRequest::kMemberAttributes: return true;
+    case v1::InternalRequest::kMemberAttributes:
+    // Auth changes: the forwarding member checked the caller's permission (server/api).
+    case v1::InternalRequest::kAuthEnable:
+    case v1::InternalRequest::kAuthDisable:
+    case v1::InternalRequest::kAuthenticate:
+    case v1::InternalRequest::kAuthUserAdd:
+    case v1::InternalRequest::kAuthUserDelete:
+    case v1::InternalRequest::kAuthUserChangePassword:
+    case v1::InternalRequest::kAuthUserGrantRole:
+    case v1::InternalRequest::kAuthUserRevokeRole:
+    case v1::InternalRequest::kAuthRoleAdd:
+    case v1::InternalRequest::kAuthRoleDelete:
+    case v1::InternalRequest::kAuthRoleGrantPermission:
+    case v1::InternalRequest::kAuthRoleRevokePermission: return true;
     default: return false;
   }
 }

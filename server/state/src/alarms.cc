@@ -43,6 +43,19 @@ std::size_t SpaceCost(const v1::InternalRequest& request) {
     case v1::InternalRequest::kJobRelease:
     case v1::InternalRequest::kAlarm:
     case v1::InternalRequest::kMemberAttributes:
+    // The auth store is small and stays writable under the alarm, as etcd's.
+    case v1::InternalRequest::kAuthEnable:
+    case v1::InternalRequest::kAuthDisable:
+    case v1::InternalRequest::kAuthenticate:
+    case v1::InternalRequest::kAuthUserAdd:
+    case v1::InternalRequest::kAuthUserDelete:
+    case v1::InternalRequest::kAuthUserChangePassword:
+    case v1::InternalRequest::kAuthUserGrantRole:
+    case v1::InternalRequest::kAuthUserRevokeRole:
+    case v1::InternalRequest::kAuthRoleAdd:
+    case v1::InternalRequest::kAuthRoleDelete:
+    case v1::InternalRequest::kAuthRoleGrantPermission:
+    case v1::InternalRequest::kAuthRoleRevokePermission:
     case v1::InternalRequest::REQUEST_NOT_SET: return 0;
   }
   return 0;

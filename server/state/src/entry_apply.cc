@@ -7,6 +7,7 @@
 #include "compaction.h"
 #include "epoch/etcd_errors.h"
 #include "epoch/state/alarms.h"
+#include "epoch/state/auth_state.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/state/published_members.h"
 #include "idempotency.h"
@@ -153,6 +154,9 @@ void FillHeaderRevision(Revision rev, InternalResponse* resp) {
     case InternalResponse::kAlarm:
       resp->mutable_alarm()->mutable_header()->set_revision(rev.value());
       break;
+    case InternalResponse::kAuth:
+      resp->mutable_auth()->mutable_header()->set_revision(rev.value());
+      break;
     default: break;
   }
 }
@@ -175,6 +179,16 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
   // The store is capped while a NOSPACE alarm is active (alarms.h).
   if (HasAlarm(meta->alarms, pb::NOSPACE) && SpaceCost(req) > 0) {
     out->status = etcd_errors::kNoSpace.ToStatus();
+    return Status::Ok();
+  }
+  // Checked by its proposer against an auth state that has changed since: checked again.
+  if (req.auth_revision() != 0 && req.auth_revision() != meta->auth->revision) {
+    out->status = CheckRequestPermission(*meta->auth, req.auth_user(), req);
+    if (!out->status.ok()) return Status::Ok();
+  }
+  if (IsAuthChange(req)) {
+    out->status = ApplyAuthChange(meta->auth, req, meta->cluster_time_ms, &meta->auth,
+                                  out->response.mutable_auth());
     return Status::Ok();
   }
   switch (req.request_case()) {
@@ -205,6 +219,7 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
       out->status = Status::FailedPrecondition("epoch: job leases are not implemented yet");
       return Status::Ok();
     case InternalRequest::REQUEST_NOT_SET: break;
+    default: break;
   }
   out->status = Status::InvalidArgument("epoch: empty internal request");
   return Status::Ok();

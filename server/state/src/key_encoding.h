@@ -51,6 +51,8 @@ inline constexpr std::string_view kMetaFormat = "format_version";
 inline constexpr std::string_view kMetaAlarms = "alarms";
 // epoch.v1.StoredMembers; absent = nothing published yet.
 inline constexpr std::string_view kMetaMembers = "members";
+// epoch.v1.StoredAuth; absent = auth off, no users or roles.
+inline constexpr std::string_view kMetaAuth = "auth";
 
 // The user-key interval of a RangeRequest/DeleteRangeRequest/Compare (etcd's range_end rules).
 struct KeyRange {

@@ -87,6 +87,11 @@ Status PutMeta(rocksdb::WriteBatchWithIndex* batch, const KvStore::Meta& meta,
     EPOCH_RETURN_IF_ERROR(
         FromRocks(batch->Put(MetaKey(kMetaMembers), members.SerializeAsString()), "write members"));
   }
+  if (stored == nullptr ? meta.auth->revision != AuthState{}.revision : stored->auth != meta.auth) {
+    EPOCH_RETURN_IF_ERROR(
+        FromRocks(batch->Put(MetaKey(kMetaAuth), ToStoredAuth(*meta.auth).SerializeAsString()),
+                  "write auth"));
+  }
   if (stored != nullptr && stored->alarms == meta.alarms) return Status::Ok();
   if (meta.alarms.empty()) {
     return FromRocks(batch->Delete(MetaKey(kMetaAlarms)), "write alarms");
@@ -114,6 +119,17 @@ Result<std::shared_ptr<const PublishedMembers>> LoadMembers(rocksdb::DB* db) {
         PublishedMember{a.id(), a.name(), {a.client_urls().begin(), a.client_urls().end()}});
   }
   return std::shared_ptr<const PublishedMembers>(std::move(out));
+}
+
+// The auth state recorded in `db` (auth off, no users, when the key is absent).
+Result<AuthStatePtr> LoadAuth(rocksdb::DB* db) {
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), MetaKey(kMetaAuth), &value);
+  if (s.IsNotFound()) return AuthStatePtr(std::make_shared<const AuthState>());
+  if (!s.ok()) return FromRocks(s, "read auth");
+  v1::StoredAuth stored;
+  if (!stored.ParseFromString(value)) return Status::Corruption("undecodable auth record");
+  return AuthStatePtr(std::make_shared<const AuthState>(FromStoredAuth(stored)));
 }
 
 // The alarms recorded in `db` (none when the key is absent: a store from before alarms).
@@ -183,6 +199,9 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
   Result<std::shared_ptr<const PublishedMembers>> members = LoadMembers(db);
   if (!members.ok()) return members.status();
   meta.members = std::move(*members);
+  Result<AuthStatePtr> auth = LoadAuth(db);
+  if (!auth.ok()) return auth.status();
+  meta.auth = std::move(*auth);
   return std::optional<KvStore::Meta>(meta);
 }
 
@@ -550,6 +569,11 @@ std::vector<StoreAlarm> KvStore::Alarms() const {
 std::shared_ptr<const PublishedMembers> KvStore::Members() const {
   std::lock_guard<std::mutex> lock(mu_);
   return meta_.members;
+}
+
+AuthStatePtr KvStore::Auth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return meta_.auth;
 }
 
 Status KvStore::Defragment() {

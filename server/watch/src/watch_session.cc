@@ -75,6 +75,11 @@ etcdserverpb::WatchResponse WatchSession::NewResponse(std::int64_t watch_id,
 
 void WatchSession::HandleCreate(const etcdserverpb::WatchCreateRequest& request) {
   Result<WatchSpec> spec = ParseWatchCreate(request);
+  // Checked before any lock: the check reads the auth state.
+  if (spec.ok() && transport_.authorize_create) {
+    Status allowed = transport_.authorize_create(request);
+    if (!allowed.ok()) spec = allowed;
+  }
   std::unique_lock hub_lock = hub_->Lock();
   std::lock_guard lock(mu_);
   if (closed_) return;

@@ -378,6 +378,7 @@ class ThreadedStream {
                                                             pending_ = r;
                                                             cv_.notify_all();
                                                           },
+                                                          {},
                                                           {}});
     client_ = std::thread([this] { Run(); });
   }

@@ -116,7 +116,8 @@ class FakeStream {
                                 [](pb::ResponseHeader* h) {
                                   h->set_cluster_id(7);
                                   h->set_member_id(9);
-                                }});
+                                },
+                                {}});
   }
   ~FakeStream() { session_->Close(); }
 

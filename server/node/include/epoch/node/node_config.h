@@ -121,6 +121,10 @@ struct NodeConfig {
   // without a thread hop.
   int grpc_threads = 1;
   ClientTlsConfig client_tls;
+  // Auth (server/api AuthService): --auth-token-ttl, the life of a simple token on the cluster
+  // clock; --bcrypt-cost, the work of a password hash (server/api/src/auth_password.h).
+  std::chrono::seconds auth_token_ttl{300};
+  int bcrypt_cost = 10;
   // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
   // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
   std::size_t keepalive_queue_max = 1024;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch/node/auth_gate.h"
 #include "epoch/node/node_config.h"
 #include "epoch/replication/raft_driver.h"
 #include "epoch/state/kv_store.h"
@@ -78,6 +79,8 @@ class NodeContext {
   // Where this node's own gRPC client calls complete (opened by the running rpc::Server).
   [[nodiscard]] rpc::ClientQueue& client_queue() { return *client_queue_; }
   [[nodiscard]] SpaceQuota& space_quota() { return *space_quota_; }
+  // Who calls and what they may do (auth_gate.h); its token table is fed by applied entries.
+  [[nodiscard]] AuthGate& auth() { return auth_; }
 
  private:
   void WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
@@ -92,6 +95,7 @@ class NodeContext {
   std::unique_ptr<LeaderForwarder> forwarder_;
   PeerForwarder* const peer_forwarder_;
   asio::steady_timer::executor_type timer_executor_;
+  AuthGate auth_;
   std::unique_ptr<SpaceQuota> space_quota_;  // last: it uses the context
 };
 

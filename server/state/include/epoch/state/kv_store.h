@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "epoch/metrics_text.h"
+#include "epoch/state/auth_state.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
@@ -211,6 +212,8 @@ class KvStore {
   [[nodiscard]] std::vector<StoreAlarm> Alarms() const;
   // The members' published attributes (never null).
   [[nodiscard]] std::shared_ptr<const PublishedMembers> Members() const;
+  // The applied auth state (never null).
+  [[nodiscard]] AuthStatePtr Auth() const;
   // Maintenance.Defragment: flushes, then compacts both column families whole, so that what
   // Compact and deletions removed leaves the disk. Any thread; blocks for the compaction.
   Status Defragment();
@@ -237,6 +240,8 @@ class KvStore {
     std::vector<StoreAlarm> alarms;
     // Shared, replaced whole when a member publishes (readers copy Meta: no deep copy per read).
     std::shared_ptr<const PublishedMembers> members = std::make_shared<const PublishedMembers>();
+    // Users, roles, permissions (auth_state.h); replaced whole by each auth change.
+    AuthStatePtr auth = std::make_shared<const AuthState>();
   };
 
  private:

@@ -68,6 +68,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     std::function<void(const etcdserverpb::WatchResponse&)> start_write;
     // Fills cluster_id, member_id and raft_term of a header whose revision is already set.
     std::function<void(etcdserverpb::ResponseHeader*)> fill_header;
+    // Whether the stream's caller may watch what `create` asks for (null: anyone). A refusal is
+    // answered as a refused create, its message as the cancel reason (etcd's).
+    std::function<Status(const etcdserverpb::WatchCreateRequest&)> authorize_create;
   };
 
   static std::shared_ptr<WatchSession> Create(std::shared_ptr<WatchHub> hub, Transport transport);

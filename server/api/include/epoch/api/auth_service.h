@@ -1,0 +1,59 @@
+// AuthService: etcdserverpb.Auth, etcd's users, roles and permissions (epoch/state/auth_state.h
+// for the rules and errors). Changes go through the log stamped with the caller (root only while
+// auth is on, as etcd's); reads (AuthStatus, UserGet/List, RoleGet/List) are linearizable reads of
+// the applied state. Passwords are hashed (auth_password.h) on the read pool, never on a gRPC or
+// the Raft thread, and only the hash enters the log. Authenticate checks the password the same
+// way, then proposes the new token so that every member knows it (epoch/node/auth_tokens.h).
+//
+// Threading: handlers on epoch-grpc; hashing on the read pool; answers where they land.
+#pragma once
+
+#include <atomic>
+
+#include "epoch/node/node_context.h"
+#include "epoch/rpc/async_rpc.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
+
+namespace epoch::server {
+
+class AuthService final : public etcdserverpb::Auth::AsyncService {
+ public:
+  // Password hashes running at once, at most; past it a call is refused with etcd's "too many
+  // requests" (each costs tens of milliseconds of CPU).
+  static constexpr int kMaxHashing = 8;
+
+  explicit AuthService(NodeContext& node) : node_(node) {}
+  // Registers every method of the service with `server` (before it starts).
+  void Register(rpc::Server& server);
+
+ private:
+  using Internal = v1::InternalRequest;
+  // Proposes `request` for a caller with root permission and finishes with an empty response
+  // but its header (the token too for Authenticate).
+  template <typename Response>
+  void Propose(rpc::UnaryReactor* reactor, std::chrono::system_clock::time_point deadline,
+               Internal request, Response* response);
+  template <typename Response>
+  rpc::UnaryReactor* AdminChange(rpc::CallContext* ctx, Internal request, Response* response);
+  // Runs `fn` on the read pool unless kMaxHashing hashes are already running.
+  template <typename Fn>
+  bool Hash(Fn fn);
+
+  rpc::UnaryReactor* Authenticate(rpc::CallContext* ctx,
+                                  const etcdserverpb::AuthenticateRequest* request,
+                                  etcdserverpb::AuthenticateResponse* response);
+  rpc::UnaryReactor* AuthStatus(rpc::CallContext* ctx, etcdserverpb::AuthStatusResponse* response);
+  rpc::UnaryReactor* UserAdd(rpc::CallContext* ctx, const etcdserverpb::AuthUserAddRequest* request,
+                             etcdserverpb::AuthUserAddResponse* response);
+  rpc::UnaryReactor* UserChangePassword(rpc::CallContext* ctx,
+                                        const etcdserverpb::AuthUserChangePasswordRequest* request,
+                                        etcdserverpb::AuthUserChangePasswordResponse* response);
+  // UserGet, UserList, RoleGet, RoleList: `read(state, response)` after a linearizable barrier.
+  template <typename Response, typename Read>
+  rpc::UnaryReactor* AdminRead(rpc::CallContext* ctx, Response* response, Read read);
+
+  NodeContext& node_;
+  std::atomic<int> hashing_{0};
+};
+
+}  // namespace epoch::server

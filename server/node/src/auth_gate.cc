@@ -1,0 +1,40 @@
+#include "epoch/node/auth_gate.h"
+
+#include <grpcpp/security/auth_context.h>
+
+#include "epoch/etcd_errors.h"
+
+namespace epoch::server {
+namespace {
+
+// gRPC's metadata key of etcd's token (etcdserver/api/v3rpc/rpctypes.TokenFieldNameGRPC).
+constexpr std::string_view kTokenMetadata = "token";
+
+// The CN of the client certificate gRPC verified, "" without one.
+std::string CertificateCommonName(const grpc::ServerContext& ctx) {
+  std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return {};
+  std::vector<grpc::string_ref> cn = auth->FindPropertyValues("x509_common_name");
+  if (cn.empty()) return {};
+  return std::string(cn.front().data(), cn.front().size());
+}
+
+}  // namespace
+
+Result<AuthCaller> AuthGate::Caller(const grpc::ServerContext& ctx) const {
+  AuthCaller caller{{}, store_.Auth()};
+  if (!caller.state->enabled) return caller;
+  const auto& metadata = ctx.client_metadata();
+  auto token = metadata.find(grpc::string_ref(kTokenMetadata.data(), kTokenMetadata.size()));
+  if (token != metadata.end()) {
+    std::optional<std::string> user = tokens_.Lookup(
+        std::string_view(token->second.data(), token->second.size()), store_.ClusterTimeMs());
+    if (!user) return etcd_errors::kInvalidAuthToken.ToStatus();
+    caller.user = std::move(*user);
+    return caller;
+  }
+  if (cert_auth_) caller.user = CertificateCommonName(ctx);
+  return caller;
+}
+
+}  // namespace epoch::server
