@@ -16,8 +16,9 @@ using std::chrono::seconds;
 
 // Every service epochd serves on the client port.
 const std::vector<std::string> kServedServices = {
-    "etcdserverpb.KV", "etcdserverpb.Maintenance", "etcdserverpb.Cluster", "etcdserverpb.Lease",
-    "epoch.v1.Lease",  "etcdserverpb.Watch",       "v3lockpb.Lock",        "v3electionpb.Election",
+    "etcdserverpb.KV",    "etcdserverpb.Maintenance", "etcdserverpb.Cluster",
+    "etcdserverpb.Lease", "epoch.v1.Lease",           "etcdserverpb.Watch",
+    "v3lockpb.Lock",      "v3electionpb.Election",    "etcdserverpb.Auth",
 };
 
 std::string Scrape(const TestCluster& cluster, int i) {
