@@ -1,4 +1,4 @@
-// epoch_abuse_bench: does an abusive client hurt the others? (issue 26, "Client port limits")
+// epoch_abuse_bench: does an abusive client hurt the others?
 //
 // Starts a 3-member epochd cluster on loopback, loads `--keys` keys, then measures a well-behaved
 // client (one thread putting, one reading linearizably, both at the leader) for `--seconds`

@@ -1,4 +1,4 @@
-// The abusive clients of epoch_abuse_bench (issue 26, "Client port limits"): each runs on its own
+// The abusive clients of epoch_abuse_bench: each runs on its own
 // threads from Start() until Stop(), bounded in count and time, and reports what it did.
 //
 // Threading: Start and Stop from one thread; the counters are atomics.

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "go_json.h"
+
 namespace epoch::ctl {
 namespace {
 
@@ -40,34 +42,13 @@ bool Printable(std::uint32_t r) {
   return r != 0xfffe && r != 0xffff;
 }
 
-// Length of the valid UTF-8 sequence at text[i] and its rune, 0 when invalid.
-std::size_t Rune(std::string_view text, std::size_t i, std::uint32_t* rune) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) {
-    *rune = lead;
-    return 1;
-  }
-  const std::size_t n = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 0;
-  if (n == 0 || lead > 0xf4 || i + n > text.size()) return 0;
-  std::uint32_t value = lead & (0x3f >> (n - 1));
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    value = (value << 6) | (byte(i + k) & 0x3f);
-  }
-  const std::uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (value < min[n] || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return 0;
-  *rune = value;
-  return n;
-}
-
 }  // namespace
 
 std::string GoQuote(std::string_view text) {
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size();) {
     std::uint32_t r = 0;
-    const std::size_t n = Rune(text, i, &r);
+    const std::size_t n = Utf8Rune(text, i, &r);
     if (n == 0) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
       ++i;

@@ -26,23 +26,6 @@ std::string GoName(std::string_view proto_name) {
   return out;
 }
 
-// Length of the valid UTF-8 sequence at text[i], or 0 when it is not one.
-std::size_t Utf8Length(std::string_view text, std::size_t i, std::uint32_t* rune) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  std::size_t n = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 0;
-  if (n == 0 || lead > 0xf4 || i + n > text.size()) return 0;
-  std::uint32_t value = lead & (0x3f >> (n - 1));
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    value = (value << 6) | (byte(i + k) & 0x3f);
-  }
-  const std::uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (value < min[n] || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return 0;
-  *rune = value;
-  return n;
-}
-
 void AppendScalar(const Message& m, const Reflection& r, const FieldDescriptor& f, int index,
                   std::string* out) {
   const bool rep = index >= 0;
@@ -131,6 +114,26 @@ std::string Fields(const Message& m) {
 
 std::string GoJson(const Message& message) { return "{" + Fields(message) + "}"; }
 
+std::size_t Utf8Rune(std::string_view text, std::size_t i, std::uint32_t* rune) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) {
+    *rune = lead;
+    return 1;
+  }
+  const std::size_t n = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 0;
+  if (n == 0 || lead > 0xf4 || i + n > text.size()) return 0;
+  std::uint32_t value = lead & (0x3f >> (n - 1));
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    value = (value << 6) | (byte(i + k) & 0x3f);
+  }
+  const std::uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (value < min[n] || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return 0;
+  *rune = value;
+  return n;
+}
+
 std::string GoJsonString(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "\"";
@@ -157,7 +160,7 @@ std::string GoJsonString(std::string_view text) {
       continue;
     }
     std::uint32_t rune = 0;
-    const std::size_t n = Utf8Length(text, i, &rune);
+    const std::size_t n = Utf8Rune(text, i, &rune);
     if (n == 0) {
       out += "\\ufffd";
       ++i;

@@ -24,6 +24,10 @@ namespace epoch::ctl {
 // `message` as Go's json.Marshal prints the gogo struct.
 std::string GoJson(const google::protobuf::Message& message);
 
+// Length of the valid UTF-8 sequence at text[i] (1 for ASCII) and its rune in *rune; 0 when the
+// bytes there are not valid UTF-8 (overlong, surrogate, beyond U+10FFFF or truncated).
+std::size_t Utf8Rune(std::string_view text, std::size_t i, std::uint32_t* rune);
+
 // A Go string literal as encoding/json writes it (HTML-safe, invalid UTF-8 as U+FFFD).
 std::string GoJsonString(std::string_view text);
 
