@@ -64,6 +64,58 @@ TEST_CASE("a keep-alive stream whose answers are never read is cut off", "[integ
   RequireServing(*cluster, 1, "after-keepalive-flood");
 }
 
+TEST_CASE("keep-alive streams past the per-address limit are refused and counted",
+          "[integration][limits]") {
+  auto cluster = StartCluster(1, {"--max-keepalive-streams-per-address", "2"});
+  REQUIRE(cluster->WaitForLeader(std::chrono::seconds(10)).ok());
+  auto lease = etcdserverpb::Lease::NewStub(cluster->Channel(0));
+  etcdserverpb::LeaseGrantResponse granted;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    etcdserverpb::LeaseGrantRequest grant;
+    grant.set_ttl(60);
+    REQUIRE(lease->LeaseGrant(&ctx, grant, &granted).ok());
+  }
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(granted.id());
+  struct Open {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
+                                             etcdserverpb::LeaseKeepAliveResponse>>
+        stream;
+  };
+  // Opens a stream and sends one keep-alive; true when it was answered.
+  auto open = [&](Open& o) {
+    o.ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    o.stream = lease->LeaseKeepAlive(&o.ctx);
+    etcdserverpb::LeaseKeepAliveResponse answer;
+    return o.stream->Write(request) && o.stream->Read(&answer) && answer.ttl() > 0;
+  };
+  auto first = std::make_unique<Open>();
+  Open second, third;
+  REQUIRE(open(*first));
+  REQUIRE(open(second));
+  CHECK_FALSE(open(third));
+  grpc::Status refused = third.stream->Finish();
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(refused.error_message().find("--max-keepalive-streams-per-address") != std::string::npos);
+  const std::string metric = "epoch_lease_keepalive_streams_refused_total{reason=\"per_address\"}";
+  CHECK(cluster->Metric(0, metric).value_or(0) == 1);
+
+  // A stream that ends gives its slot back.
+  first->stream->WritesDone();
+  CHECK(first->stream->Finish().ok());
+  first.reset();
+  REQUIRE(Eventually([&] { return cluster->Metric(0, "epoch_lease_keepalive_streams") == 1; }));
+  Open fourth;
+  CHECK(open(fourth));
+  fourth.ctx.TryCancel();
+  second.ctx.TryCancel();
+  (void)fourth.stream->Finish();
+  (void)second.stream->Finish();
+}
+
 // A channel with its own connection (gRPC shares connections between channels by default).
 std::shared_ptr<grpc::Channel> OwnConnection(const std::string& address) {
   grpc::ChannelArguments args;

@@ -7,12 +7,15 @@
 // The stream ends with OK once the client half-closed and every answer is written. A client that
 // sends keep-alives without reading the answers is cut off: past `queue_max` unwritten answers
 // the stream stops reading and ends with RESOURCE_EXHAUSTED once the write in flight completes
-// (LeaseManager counts it), so its memory stays bounded.
+// (LeaseManager counts it), so its memory stays bounded. Streams are admitted by the manager's
+// keep-alive stream slots (--max-keepalive-streams, --max-keepalive-streams-per-address); one
+// refused ends at once with RESOURCE_EXHAUSTED.
 //
-// Threading: gRPC calls the reactions on its threads; answers arrive on the driver's strand or a
-// gRPC client thread. All state is guarded by one mutex that lives in a block shared with the
-// answer callbacks, which see a null stream once OnDone ran (the reactor deletes itself there).
-// The mutex is recursive in case gRPC runs a reaction inline from StartWrite or Finish.
+// Threading: gRPC calls the reactions on its threads; answers arrive on a read-pool thread, the
+// driver's strand or a gRPC client thread (LeaseManager::KeepAlive). All state is guarded by one
+// mutex that lives in a block shared with the answer callbacks, which see a null stream once OnDone
+// ran (the reactor deletes itself there). The mutex is recursive in case gRPC runs a reaction
+// inline from StartWrite or Finish.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -21,17 +24,21 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "epoch/lease/lease_manager.h"
 #include "epoch/rpc/async_rpc.h"
+#include "epoch/rpc/stream_slots.h"
 
 namespace epoch::server {
 
 template <typename Request, typename Response>
 class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
  public:
-  // `id_of` reads the lease ID from a request; `to_response` builds the answer.
-  KeepAliveStream(LeaseManager& leases, std::size_t queue_max,
+  // `id_of` reads the lease ID from a request; `to_response` builds the answer. `peer` is the
+  // client's address (grpc::ServerContext::peer()): the stream takes one of the manager's
+  // keep-alive stream slots or ends at once with RESOURCE_EXHAUSTED.
+  KeepAliveStream(LeaseManager& leases, std::size_t queue_max, std::string_view peer,
                   std::function<std::int64_t(const Request&)> id_of,
                   std::function<Response(const KeepAliveOutcome&)> to_response)
       : leases_(leases),
@@ -40,6 +47,19 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
         to_response_(std::move(to_response)),
         shared_(std::make_shared<Shared>()) {
     shared_->stream = this;
+    rpc::StreamSlots::Refusal why = rpc::StreamSlots::Refusal::kNone;
+    slot_ = leases_.keepalive_slots().Acquire(peer, &why);
+    if (!slot_) {
+      std::lock_guard lock(shared_->mu);
+      reads_done_ = finishing_ = true;
+      this->Finish(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          why == rpc::StreamSlots::Refusal::kTotal
+              ? "epoch: too many keep-alive streams on this member (--max-keepalive-streams)"
+              : "epoch: too many keep-alive streams from this address "
+                "(--max-keepalive-streams-per-address)"));
+      return;
+    }
     this->StartRead(&request_);
   }
 
@@ -140,7 +160,8 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
   const std::function<std::int64_t(const Request&)> id_of_;
   const std::function<Response(const KeepAliveOutcome&)> to_response_;
   std::shared_ptr<Shared> shared_;
-  Request request_;  // the read in progress (one at a time)
+  std::unique_ptr<rpc::StreamSlots::Slot> slot_;  // null: refused at open
+  Request request_;                               // the read in progress (one at a time)
 
   // Guarded by shared_->mu.
   bool reads_done_ = false;

@@ -188,6 +188,14 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Keep-alive answers queued on one stream for a client that does not read "
                  "them; past it the stream ends with RESOURCE_EXHAUSTED")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--max-keepalive-streams", c.keepalive_streams_max,
+                 "Lease keep-alive streams open at once on this member; past it a new stream is "
+                 "refused with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  app.add_option("--max-keepalive-streams-per-address", c.keepalive_streams_per_address_max,
+                 "Lease keep-alive streams open at once from one client address (an etcd client "
+                 "keeps one for all its leases); past it a new stream is refused")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   app.add_option("--max-watchers-per-stream", c.watchers_per_stream_max,
                  "Watchers one watch stream may hold; a create past it is refused")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <asio/post.hpp>
 #include <utility>
 
 #include "epoch/etcd_errors.h"
@@ -43,7 +44,9 @@ LeaseManager::LeaseManager(NodeContext& node, LeaseOptions options)
           node.client_queue(), [&node](NodeId id) { return node.ClientUrlOf(id); },
           node.member_credentials())),
       batcher_(options_.keepalive_window, options_.keepalive_batch_max),
-      id_rng_(SeedFor(node.config().self_id())) {}
+      id_rng_(SeedFor(node.config().self_id())),
+      keepalive_slots_(node.config().keepalive_streams_max,
+                       node.config().keepalive_streams_per_address_max) {}
 
 LeaseManager::~LeaseManager() = default;
 
@@ -55,6 +58,10 @@ DriverHooks LeaseManager::Hooks() {
 }
 
 void LeaseManager::Stop() {
+  {
+    std::lock_guard lock(batch_mu_);
+    intake_stopped_ = true;
+  }
   node_.driver().Post([this] {
     stopped_ = true;
     LeaveLeadership(etcd_errors::kStopped.ToStatus());
@@ -104,6 +111,7 @@ void LeaseManager::RenderMetrics(MetricsText& m) const {
   m.Counter("epoch_lease_keepalive_streams_cut_total",
             "Keep-alive streams ended for not reading their answers (--keepalive-queue-max).",
             keepalive_streams_cut_.load());
+  keepalive_slots_.RenderMetrics(m, "epoch_lease_keepalive_streams", "Keep-alive streams");
   m.Counter("epoch_lease_renewal_entries_total",
             "Batched renewal (lease_checkpoint) entries committed.", s.renewal_entries);
   m.Counter("epoch_leases_expired_total", "Leases revoked by expiry.", s.expired);
@@ -180,8 +188,11 @@ void LeaseManager::OnTick() {
   if (stopped_) return;
   const TimePoint now = Now();
   ObserveLeadership(now);
+  // A keep-alive can join the batch just after leadership was lost (it read the status before
+  // the step-down): nothing would flush it.
+  if (!clock_.leading()) FailWaiting(LeaderChanged());
   if (clock_.running()) {
-    if (batcher_.FlushDue(now)) FlushKeepAlives(now);
+    FlushKeepAlives(now);
     if (now >= next_expiry_check_) {
       next_expiry_check_ = now + options_.expiry_check_interval;
       CheckExpiry(now);
@@ -228,13 +239,35 @@ void LeaseManager::LeaveLeadership(const Status& reason) {
   ++generation_;
   expiries_.Clear();
   rebuild_expiries_ = true;
-  KeepAliveBatcher::Batch batch = batcher_.Take();
+  FailWaiting(reason);
+}
+
+void LeaseManager::FailWaiting(const Status& reason) {
+  KeepAliveBatcher::Batch batch;
+  {
+    std::lock_guard lock(batch_mu_);
+    if (batcher_.empty()) return;
+    batch = batcher_.Take();
+  }
+  std::vector<std::pair<KeepAliveCallback, KeepAliveOutcome>> answers;
+  answers.reserve(batch.waiters.size());
   for (auto& w : batch.waiters) {
     KeepAliveOutcome out;
     out.status = reason;
     out.id = w.id;
-    w.done(out);
+    answers.emplace_back(std::move(w.done), std::move(out));
   }
+  Deliver(std::move(answers));
+}
+
+void LeaseManager::Deliver(std::vector<std::pair<KeepAliveCallback, KeepAliveOutcome>> answers) {
+  if (answers.empty()) return;
+  auto run = [answers = std::move(answers)]() mutable {
+    for (auto& [done, out] : answers) done(out);
+  };
+  // Stopping: the read pool may already be joined.
+  if (stopped_) return run();
+  asio::post(node_.read_pool(), std::move(run));
 }
 
 void LeaseManager::Publish() {
@@ -250,9 +283,48 @@ etcdserverpb::ResponseHeader LeaseManager::CaptureHeader() const {
 }
 
 void LeaseManager::KeepAlive(LeaseId id, bool forwarded, KeepAliveCallback done) {
+  if (AddToBatch(id, done)) return;
   node_.driver().Post([this, id, forwarded, done = std::move(done)]() mutable {
     KeepAliveOnStrand(id, forwarded, std::move(done));
   });
+}
+
+bool LeaseManager::AddToBatch(LeaseId id, KeepAliveCallback& done) {
+  if (node_.driver().status().role != raft::Role::kLeader) return false;
+  const TimePoint arrived = Now();
+  auto timed = [this, arrived, done = std::move(done)](const KeepAliveOutcome& out) {
+    if (out.status.ok()) {
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(Now() - arrived).count();
+      std::lock_guard lock(mu_);
+      ++stats_.keepalives;
+      ++stats_.keepalive_latency_count;
+      stats_.keepalive_latency_sum_us += static_cast<std::uint64_t>(std::max<std::int64_t>(0, us));
+    }
+    done(out);
+  };
+  bool post_flush = false;
+  {
+    std::lock_guard lock(batch_mu_);
+    if (intake_stopped_) {
+      done = std::move(timed);  // handed back: the strand answers "stopped"
+      return false;
+    }
+    batcher_.Add(id, {}, std::move(timed), arrived);
+    // A full batch goes out at once; otherwise the next tick flushes it (once the clock runs).
+    if (batcher_.FlushDue(arrived) && !full_flush_posted_) {
+      full_flush_posted_ = post_flush = true;
+    }
+  }
+  if (post_flush) {
+    node_.driver().Post([this] {
+      {
+        std::lock_guard lock(batch_mu_);
+        full_flush_posted_ = false;
+      }
+      if (!stopped_ && clock_.running()) FlushKeepAlives(Now());
+    });
+  }
+  return true;
 }
 
 void LeaseManager::KeepAliveOnStrand(LeaseId id, bool forwarded, KeepAliveCallback done) {
@@ -262,25 +334,12 @@ void LeaseManager::KeepAliveOnStrand(LeaseId id, bool forwarded, KeepAliveCallba
     fail.status = etcd_errors::kStopped.ToStatus();
     return done(fail);
   }
+  // Leadership may have been won since the caller looked.
+  if (AddToBatch(id, done)) return;
   const DriverStatus status = node_.driver().status();
-  if (status.role == raft::Role::kLeader) {
-    const TimePoint arrived = Now();
-    // Header first: the renewal must not be visible in it (docs/etcd-compatibility.md §3.4).
-    auto timed = [this, arrived, done = std::move(done)](const KeepAliveOutcome& out) {
-      if (out.status.ok()) {
-        auto us = std::chrono::duration_cast<std::chrono::microseconds>(Now() - arrived).count();
-        std::lock_guard lock(mu_);
-        ++stats_.keepalives;
-        ++stats_.keepalive_latency_count;
-        stats_.keepalive_latency_sum_us +=
-            static_cast<std::uint64_t>(std::max<std::int64_t>(0, us));
-      }
-      done(out);
-    };
-    batcher_.Add(id, CaptureHeader(), std::move(timed), arrived);
-    // A full batch goes out at once; otherwise the next tick flushes it (once the clock runs).
-    if (clock_.running() && batcher_.FlushDue(arrived)) FlushKeepAlives(arrived);
-    return;
+  if (status.role == raft::Role::kLeader) {  // the leader refused it: stopping
+    fail.status = etcd_errors::kStopped.ToStatus();
+    return done(fail);
   }
   if (forwarded || status.leader == raft::kNoNode) {
     fail.status =
@@ -308,7 +367,16 @@ void LeaseManager::Forward(LeaseId id, KeepAliveCallback done) {
 }
 
 void LeaseManager::FlushKeepAlives(TimePoint now) {
-  KeepAliveBatcher::Batch batch = batcher_.Take();
+  KeepAliveBatcher::Batch batch;
+  {
+    std::lock_guard lock(batch_mu_);
+    if (!batcher_.FlushDue(now)) return;
+    batch = batcher_.Take();
+  }
+  // Header first, once for the batch: the renewal must not be visible in it
+  // (docs/etcd-compatibility.md §3.4).
+  const etcdserverpb::ResponseHeader header = CaptureHeader();
+  for (auto& w : batch.waiters) w.header = header;
   const std::int64_t now_cluster_ms = clock_.Now(now);
   // One decision per lease; a storage error leaves its keep-alives unanswered (the client retries).
   std::map<LeaseId, Result<RenewDecision>> decisions;
@@ -326,6 +394,7 @@ void LeaseManager::FlushKeepAlives(TimePoint now) {
     if (d == RenewDecision::kRenew) renew_ids.push_back(id);
   }
   std::vector<KeepAliveBatcher::Waiter> waiting;
+  std::vector<std::pair<KeepAliveCallback, KeepAliveOutcome>> answers;
   for (auto& w : batch.waiters) {
     const Result<RenewDecision>& d = decisions.at(w.id);
     if (d.ok() && *d == RenewDecision::kRenew) {
@@ -336,8 +405,9 @@ void LeaseManager::FlushKeepAlives(TimePoint now) {
     out.status = d.status();
     out.id = w.id;
     out.header = w.header;
-    w.done(out);
+    answers.emplace_back(std::move(w.done), std::move(out));
   }
+  Deliver(std::move(answers));
   if (!renew_ids.empty()) ProposeRenewals(std::move(renew_ids), std::move(waiting));
 }
 
@@ -349,35 +419,37 @@ void LeaseManager::ProposeRenewals(std::vector<LeaseId> ids,
     in_flight_.RenewalProposed(id);
   }
   auto shared = std::make_shared<std::vector<KeepAliveBatcher::Waiter>>(std::move(waiters));
-  node_.driver().Propose(std::move(request),
-                         [this, ids = std::move(ids), shared, generation = generation_](
-                             const Status& s, const v1::InternalResponse& r) {
-                           if (generation == generation_) {
-                             for (LeaseId id : ids) in_flight_.RenewalDone(id);
-                           }
-                           std::map<LeaseId, const v1::LeaseRenewalResult*> results;
-                           if (s.ok()) {
-                             for (const auto& result : r.lease_checkpoint().results()) {
-                               results[LeaseId(result.id())] = &result;
-                             }
-                             std::lock_guard lock(mu_);
-                             ++stats_.renewal_entries;
-                           }
-                           for (auto& w : *shared) {
-                             KeepAliveOutcome out;
-                             out.status = s;
-                             out.id = w.id;
-                             out.header = w.header;
-                             auto it = results.find(w.id);
-                             // Absent from the results: revoked between the check and the apply;
-                             // TTL 0.
-                             if (it != results.end()) {
-                               out.ttl_ms = it->second->ttl_ms();
-                               out.deadline_cluster_ms = it->second->deadline_cluster_ms();
-                             }
-                             w.done(out);
-                           }
-                         });
+  node_.driver().Propose(
+      std::move(request), [this, ids = std::move(ids), shared, generation = generation_](
+                              const Status& s, const v1::InternalResponse& r) {
+        if (generation == generation_) {
+          for (LeaseId id : ids) in_flight_.RenewalDone(id);
+        }
+        std::map<LeaseId, std::pair<std::int64_t, std::int64_t>> results;  // ttl, deadline
+        if (s.ok()) {
+          for (const auto& result : r.lease_checkpoint().results()) {
+            results[LeaseId(result.id())] = {result.ttl_ms(), result.deadline_cluster_ms()};
+          }
+          std::lock_guard lock(mu_);
+          ++stats_.renewal_entries;
+        }
+        std::vector<std::pair<KeepAliveCallback, KeepAliveOutcome>> answers;
+        answers.reserve(shared->size());
+        for (auto& w : *shared) {
+          KeepAliveOutcome out;
+          out.status = s;
+          out.id = w.id;
+          out.header = std::move(w.header);
+          auto it = results.find(w.id);
+          // Absent from the results: revoked between the check and the apply; TTL 0.
+          if (it != results.end()) {
+            out.ttl_ms = it->second.first;
+            out.deadline_cluster_ms = it->second.second;
+          }
+          answers.emplace_back(std::move(w.done), std::move(out));
+        }
+        Deliver(std::move(answers));
+      });
 }
 
 void LeaseManager::RebuildExpiries() {

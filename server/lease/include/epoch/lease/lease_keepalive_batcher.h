@@ -17,8 +17,8 @@
 // Both sets are per leadership term: a new leader's clock starts only after every entry of
 // earlier terms applied, so nothing proposed by an earlier term can still be in flight then.
 //
-// Threading: neither class is thread-safe; both live on the Raft driver's strand. Time is passed
-// in.
+// Threading: neither class is thread-safe. LeaseInFlight lives on the Raft driver's strand;
+// LeaseManager guards its KeepAliveBatcher with a mutex of its own. Time is passed in.
 #pragma once
 
 #include <chrono>

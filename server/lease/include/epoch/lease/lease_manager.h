@@ -9,7 +9,11 @@
 //   - an idle leader proposes a ClockTick every clock_tick_interval;
 //   - keep-alives collected during a tick window become one `lease_checkpoint` entry; a lease that
 //     is unknown or past its deadline on the leader's clock is answered TTL = 0 without renewing;
-//     the response header is captured when the keep-alive arrives, before renewing;
+//     the response header is captured once per batch when it is flushed, before renewing. A
+//     keep-alive reaching the leader is added to the batch on the calling thread (no task on the
+//     strand per keep-alive), and a batch's answers are delivered on a read-pool thread, so that
+//     thousands of keep-alive streams cost the strand one flush per window, not one task and one
+//     gRPC write per keep-alive;
 //   - every expiry_check_interval the leader proposes a revoke for each lease whose deadline
 //     passed; the state machine deletes its keys in one revision. A lease is never renewed and
 //     revoked at once (LeaseInFlight explains the race this closes). A check reads only the
@@ -25,7 +29,8 @@
 // /metrics and in epoch.v1.Lease/Status and ClockStatus.
 //
 // Threading: KeepAlive, EstimateNowMs, Stats and the bound accessors are thread-safe. Callbacks
-// run on the driver's strand or on a gRPC client thread and must not block. Hooks() go to
+// run on a read-pool thread (the leader's answers), the driver's strand (failures) or a gRPC
+// client thread (a forwarded keep-alive's answer), and must not block. Hooks() go to
 // RaftDriver::Start(); Stop() before the driver is destroyed.
 #pragma once
 
@@ -38,12 +43,15 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "epoch/lease/cluster_clock.h"
 #include "epoch/lease/lease_expiry_queue.h"
 #include "epoch/lease/lease_keepalive_batcher.h"
 #include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
+#include "epoch/rpc/stream_slots.h"
 
 namespace epoch::server {
 
@@ -101,6 +109,8 @@ class LeaseManager {
   [[nodiscard]] LeaseStats Stats() const;
   // A keep-alive stream was ended for not reading its answers (--keepalive-queue-max).
   void NoteKeepAliveStreamCut() { keepalive_streams_cut_.fetch_add(1); }
+  // Admission of keep-alive streams (--max-keepalive-streams, --max-keepalive-streams-per-address).
+  [[nodiscard]] rpc::StreamSlots& keepalive_slots() { return keepalive_slots_; }
   // Prometheus text for /metrics: the counters of LeaseStats, the cluster clock and the bounds.
   void RenderMetrics(MetricsText& m) const;
   // The services count the grants and revokes they answer (not those forwarded to them, which the
@@ -117,6 +127,9 @@ class LeaseManager {
   using TimePoint = std::chrono::steady_clock::time_point;
 
   [[nodiscard]] TimePoint Now() const;
+  // Adds to the batch when this node leads (any thread); false when it does not, or stopped
+  // (then `done` was not called and is still the caller's).
+  bool AddToBatch(LeaseId id, KeepAliveCallback& done);
   // --- strand only ---
   void StampProposal(v1::InternalRequest& request);
   void OnTick();
@@ -124,6 +137,10 @@ class LeaseManager {
   void LeaveLeadership(const Status& reason);
   void KeepAliveOnStrand(LeaseId id, bool forwarded, KeepAliveCallback done);
   void FlushKeepAlives(TimePoint now);
+  // Fails every keep-alive in the batch with `reason` (leadership lost, stopping).
+  void FailWaiting(const Status& reason);
+  // Runs the answers of one batch on a read-pool thread (inline once stopped).
+  void Deliver(std::vector<std::pair<KeepAliveCallback, KeepAliveOutcome>> answers);
   void ProposeRenewals(std::vector<LeaseId> ids, std::vector<KeepAliveBatcher::Waiter> waiters);
   void CheckExpiry(TimePoint now);
   void RebuildExpiries();
@@ -138,10 +155,16 @@ class LeaseManager {
   const ClockTiming timing_;
   std::unique_ptr<LeaseForwarder> forwarder_;
 
+  // Any thread: the keep-alives waiting for the next flush. Added to where they arrive (on the
+  // leader); taken on the strand.
+  std::mutex batch_mu_;
+  KeepAliveBatcher batcher_;        // guarded by batch_mu_
+  bool intake_stopped_ = false;     // guarded by batch_mu_: Stop() ran
+  bool full_flush_posted_ = false;  // guarded by batch_mu_: a full batch's flush is queued
+
   // --- Strand-only state. ---
   bool stopped_ = false;
   ClusterClock clock_;
-  KeepAliveBatcher batcher_;
   LeaseInFlight in_flight_;
   // Bumped on every change of leadership; callbacks of proposals from an older generation do not
   // touch in_flight_ (it was reset).
@@ -156,6 +179,7 @@ class LeaseManager {
 
   // Published for other threads.
   std::atomic<std::uint64_t> keepalive_streams_cut_{0};
+  rpc::StreamSlots keepalive_slots_;
   mutable std::mutex mu_;
   ClusterClock published_clock_;  // guarded by mu_: a copy of clock_ after each tick
   LeaseStats stats_;              // guarded by mu_ (cluster_time_ms filled by Stats())

@@ -128,6 +128,11 @@ struct NodeConfig {
   // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
   // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
   std::size_t keepalive_queue_max = 1024;
+  // --max-keepalive-streams, --max-keepalive-streams-per-address: keep-alive streams open at once
+  // on this member, and from one remote address (an etcd client keeps one stream for all its
+  // leases); a stream past either is refused with RESOURCE_EXHAUSTED.
+  std::size_t keepalive_streams_max = 10'000;
+  std::size_t keepalive_streams_per_address_max = 256;
   // --max-response-bytes: the largest Range / read-only Txn answer (etcd has no such bound; its
   // gRPC send limit is 2 GiB). Larger ones are refused with RESOURCE_EXHAUSTED.
   std::size_t max_response_bytes = 64 << 20;
