@@ -85,4 +85,14 @@ Classified Classify(const grpc::Status& status) {
   }
 }
 
+bool IsTokenRefusal(const Status& status) {
+  return status.Is(ErrorId::kInvalidAuthToken) || status.Is(ErrorId::kAuthOldRevision);
+}
+
+bool IsTokenRefusalText(const std::string& message) {
+  const EtcdError* known = FindEtcdError(message);
+  return known != nullptr &&
+         (known->id == ErrorId::kInvalidAuthToken || known->id == ErrorId::kAuthOldRevision);
+}
+
 }  // namespace epoch::client::internal
