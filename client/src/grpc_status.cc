@@ -48,7 +48,7 @@ Classified Classify(const grpc::Status& status) {
       if (id == ErrorId::kNotLeader) {
         return {Disposition::kNotApplied, Status::FromCode(StatusCode::kNotLeader, text, id), true};
       }
-      return {Disposition::kFinal, Status::FailedPrecondition(text)};
+      return {Disposition::kFinal, Status::FromCode(StatusCode::kFailedPrecondition, text, id)};
     case grpc::UNAVAILABLE:
       // etcd: ErrGRPCNoLeader — refused, nothing proposed.
       if (id == ErrorId::kNoLeader) {
