@@ -31,6 +31,7 @@ void RegisterClusterCommands(CLI::App& app, Ctl& ctl);    // member endpoint mov
 void RegisterSnapshotCommands(CLI::App& app, Ctl& ctl);   // snapshot ...
 void RegisterJobsCommands(CLI::App& app, Ctl& ctl);       // jobs ...
 void RegisterCompletionCommand(CLI::App& app, Ctl& ctl);  // completion bash
+void RegisterAuthCommands(CLI::App& app, Ctl& ctl);       // auth user role
 
 // --- request builders shared by get/put/del and the txn parser (kv_commands.cc) ---
 

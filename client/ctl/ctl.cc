@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <ostream>
 #include <sstream>
 
@@ -132,6 +133,16 @@ Result<std::unique_ptr<client::Client>> Ctl::ClientFor(std::vector<std::string> 
   options.tls.cert_file = flags.cert;
   options.tls.key_file = flags.key;
   options.tls.insecure_skip_verify = flags.insecure_skip_tls_verify;
+  if (!credentials_) {
+    Result<Credentials> resolved = ResolveCredentials(flags.user, flags.password, out_, std::cin);
+    if (!resolved.ok()) return resolved.status();
+    credentials_ = *resolved;
+  }
+  // As etcdctl's client: no password, no Authenticate (a client certificate may name the user).
+  if (!credentials_->password.empty()) {
+    options.user = credentials_->user;
+    options.password = credentials_->password;
+  }
   return client::Client::Create(std::move(options));
 }
 

@@ -9,10 +9,12 @@
 #include <chrono>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "credentials.h"
 #include "epoch/client/client.h"
 #include "epoch/status.h"
 
@@ -32,6 +34,9 @@ struct GlobalFlags {
   std::string key;
   bool insecure_skip_tls_verify = false;
   bool insecure_transport = true;
+  // etcdctl's --user name[:password] and --password (credentials.h).
+  std::string user;
+  std::string password;
 };
 
 class Ctl {
@@ -71,6 +76,7 @@ class Ctl {
   std::chrono::milliseconds command_timeout_{5000};
   OutputFormat format_ = OutputFormat::kSimple;
   std::unique_ptr<client::Client> client_;
+  std::optional<Credentials> credentials_;  // resolved (and asked for) once
   Status status_;
   int exit_code_ = 1;
   bool silent_ = false;

@@ -163,6 +163,42 @@ std::string FieldsOf(const etcdserverpb::AlarmResponse& r) {
   return out;
 }
 
+std::string FieldsOf(const etcdserverpb::AuthUserAddResponse& r) { return Header(r.header()); }
+std::string FieldsOf(const etcdserverpb::AuthUserDeleteResponse& r) { return Header(r.header()); }
+std::string FieldsOf(const etcdserverpb::AuthUserChangePasswordResponse& r) {
+  return Header(r.header());
+}
+std::string FieldsOf(const etcdserverpb::AuthUserGrantRoleResponse& r) {
+  return Header(r.header());
+}
+std::string FieldsOf(const etcdserverpb::AuthUserRevokeRoleResponse& r) {
+  return Header(r.header());
+}
+std::string FieldsOf(const etcdserverpb::AuthRoleAddResponse& r) { return Header(r.header()); }
+std::string FieldsOf(const etcdserverpb::AuthRoleDeleteResponse& r) { return Header(r.header()); }
+std::string FieldsOf(const etcdserverpb::AuthRoleGrantPermissionResponse& r) {
+  return Header(r.header());
+}
+std::string FieldsOf(const etcdserverpb::AuthRoleRevokePermissionResponse& r) {
+  return Header(r.header());
+}
+
+std::string FieldsOf(const etcdserverpb::AuthRoleGetResponse& r) {
+  std::string out = Header(r.header());
+  for (const authpb::Permission& perm : r.perm()) {
+    // etcdctl: fmt.Println(`"PermType" : `, type) — Println adds a second space.
+    out += Line("PermType", " " + authpb::Permission::Type_Name(perm.permtype())) +
+           Line("Key", GoQuote(perm.key())) + Line("RangeEnd", GoQuote(perm.range_end()));
+  }
+  return out;
+}
+
+std::string FieldsOf(const etcdserverpb::AuthRoleListResponse& r) {
+  std::string out = Header(r.header()) + "\"Roles\" :";
+  for (const std::string& role : r.roles()) out += " " + GoQuote(role);
+  return out + "\n";
+}
+
 std::string FieldsOf(const std::vector<EndpointStatus>& statuses) {
   std::string out;
   for (const auto& [endpoint, s] : statuses) {

@@ -26,6 +26,19 @@ std::string FieldsOf(const etcdserverpb::LeaseTimeToLiveResponse& r);
 std::string FieldsOf(const etcdserverpb::LeaseLeasesResponse& r);
 std::string FieldsOf(const etcdserverpb::MemberListResponse& r);
 std::string FieldsOf(const etcdserverpb::AlarmResponse& r);
+// The Auth service: the header alone for changes; a role's permissions; the role names. etcdctl
+// has no fields printer for user get / user list (refused by PrintMachine).
+std::string FieldsOf(const etcdserverpb::AuthUserAddResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthUserDeleteResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthUserChangePasswordResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthUserGrantRoleResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthUserRevokeRoleResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthRoleAddResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthRoleDeleteResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthRoleGrantPermissionResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthRoleRevokePermissionResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthRoleGetResponse& r);
+std::string FieldsOf(const etcdserverpb::AuthRoleListResponse& r);
 // Lease grant and keep-alive share clientv3's shape: the header, "ID" and "TTL".
 std::string FieldsOfLease(const etcdserverpb::ResponseHeader& header, std::int64_t id,
                           std::int64_t ttl);

@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
                "Disable transport security for client connections (default true; "
                "--insecure-transport=false for TLS with the system's roots)")
       ->capture_default_str();
+  app.add_option("--user", ctl.flags.user,
+                 "username[:password] for authentication (prompt if password is not supplied)");
+  app.add_option("--password", ctl.flags.password,
+                 "password for authentication (if this option is used, --user option shouldn't "
+                 "include password)");
 
   epoch::ctl::RegisterKvCommands(app, ctl);
   epoch::ctl::RegisterTxnCommand(app, ctl);
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
   epoch::ctl::RegisterClusterCommands(app, ctl);
   epoch::ctl::RegisterSnapshotCommands(app, ctl);
   epoch::ctl::RegisterJobsCommands(app, ctl);
+  epoch::ctl::RegisterAuthCommands(app, ctl);
   epoch::ctl::RegisterCompletionCommand(app, ctl);
   // etcdctl's `version`: the tool's version and the etcd API it speaks (scripts grep the latter).
   app.add_subcommand("version", "Prints the version of epochctl")->callback([] {

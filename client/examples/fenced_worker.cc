@@ -56,6 +56,10 @@ struct Flags {
   std::uint64_t seed = 1;
   bool init_db = false;
   epoch::client::TlsOptions tls;  // etcdctl's --cacert, --cert, --key, --insecure-skip-tls-verify
+  // etcdctl's --user name[:password] and --password; without a password, the client
+  // certificate's CN names the user.
+  std::string user;
+  std::string password;
 };
 
 void Log(const std::string& line) {
@@ -187,6 +191,14 @@ int Run(const Flags& flags) {
   client_options.endpoints = Split(flags.endpoints, ',');
   client_options.tls = flags.tls;
   client_options.tls.enabled = flags.tls.insecure_skip_verify;
+  client_options.user = flags.user;
+  client_options.password = flags.password;
+  if (const std::size_t colon = flags.user.find(':');
+      flags.password.empty() && colon != std::string::npos) {
+    client_options.user = flags.user.substr(0, colon);
+    client_options.password = flags.user.substr(colon + 1);
+  }
+  if (client_options.password.empty()) client_options.user.clear();  // certificate auth, if any
   auto client = Client::Create(std::move(client_options));
   if (!client.ok()) {
     Log(fmt::format("event=exit worker={} detail={}", flags.worker, client.status().ToString()));
@@ -265,6 +277,8 @@ int main(int argc, char** argv) {
   app.add_option("--key", flags.tls.key_file, "TLS: client key");
   app.add_flag("--insecure-skip-tls-verify", flags.tls.insecure_skip_verify,
                "TLS without verifying the cluster's certificates");
+  app.add_option("--user", flags.user, "run as this user: name[:password] (etcd auth)");
+  app.add_option("--password", flags.password, "the user's password (--user is then the name)");
   app.add_flag("--init-db", flags.init_db, "create the job_states and job_effects tables, exit");
   try {
     app.parse(argc, argv);

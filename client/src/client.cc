@@ -1,5 +1,5 @@
-// Client: endpoint selection, deadlines, the two retry loops (idempotent / write), and the etcd
-// v3 calls as thin lambdas over them. See client.h for the contract.
+// Client: endpoint selection, deadlines, the two retry loops (idempotent / write), the auth token,
+// and the etcd v3 calls as thin lambdas over them. See client.h for the contract.
 #include "epoch/client/client.h"
 
 #include <fmt/format.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <string_view>
@@ -26,6 +27,11 @@ namespace {
 // The metadata key a server may attach (trailing) to a "not leader" reply to name the leader's
 // client endpoint. Optional: without it the client asks every endpoint for its Status.
 constexpr std::string_view kLeaderHintKey = "epoch-leader-endpoint";
+
+// How long a client with a password sends calls without a token after the cluster said auth is
+// off, before it tries Authenticate again (auth may be enabled meanwhile; a call refused for
+// lack of a user does not trigger it sooner).
+constexpr std::chrono::seconds kAuthOffRecheck{1};
 
 std::string StripScheme(std::string endpoint) {
   for (std::string_view scheme : {"http://", "https://"}) {
@@ -50,6 +56,27 @@ bool SleepFor(std::chrono::nanoseconds d, const std::stop_token& stop) {
 
 }  // namespace
 
+// The token of password auth. Shared with the streams the client opens: a stream whose token the
+// server refused drops it, so the next Token() call authenticates again.
+struct TokenCache {
+  std::mutex mu;
+  std::string token;  // empty: not authenticated yet, or dropped after a refusal
+
+  std::string Get() {
+    std::lock_guard lock(mu);
+    return token;
+  }
+  void Set(std::string fresh) {
+    std::lock_guard lock(mu);
+    token = std::move(fresh);
+  }
+  // Forgets `used` unless another thread already replaced it.
+  void Drop(const std::string& used) {
+    std::lock_guard lock(mu);
+    if (token == used) token.clear();
+  }
+};
+
 struct Endpoint {
   std::string target;  // host:port
   std::shared_ptr<grpc::Channel> channel;
@@ -58,6 +85,7 @@ struct Endpoint {
   std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   std::unique_ptr<etcdserverpb::Cluster::Stub> cluster;
   std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+  std::unique_ptr<etcdserverpb::Auth::Stub> auth;
 };
 
 struct Client::Impl {
@@ -66,6 +94,15 @@ struct Client::Impl {
   // Index of the endpoint calls go to first. Any thread may move it.
   std::atomic<std::size_t> preferred{0};
   std::atomic<std::uint64_t> calls{0};
+  std::shared_ptr<TokenCache> tokens = std::make_shared<TokenCache>();
+  // Held while authenticating, so that concurrent callers wait for one fresh token.
+  std::mutex authenticate_mu;
+  // Until when the cluster is taken to run without auth (it answered "authentication is not
+  // enabled"): calls go without a token, as etcd's Go client does. Guarded by authenticate_mu.
+  SteadyTime auth_off_until{};
+  std::atomic<std::uint64_t> authentications{0};
+
+  bool PasswordAuth() const { return !options.user.empty() && !options.password.empty(); }
 
   SteadyTime DeadlineOf(const CallOptions& call) const {
     return std::chrono::steady_clock::now() + call.timeout.value_or(options.call_timeout);
@@ -97,8 +134,25 @@ struct Client::Impl {
     return false;
   }
 
-  void PrepareContext(grpc::ClientContext& context, SteadyTime deadline) const {
+  void PrepareContext(grpc::ClientContext& context, SteadyTime deadline,
+                      const std::string& token) const {
     context.set_deadline(ToSystem(deadline));
+    if (!token.empty()) context.AddMetadata(std::string(internal::kTokenMetadata), token);
+  }
+
+  // The token to send: empty without password auth; else the cached one, or a fresh one from
+  // Authenticate (the only call that may block other callers, on authenticate_mu).
+  Result<std::string> Token(SteadyTime deadline, const std::stop_token& stop);
+  // Drops a refused token; true when a retry with a fresh one is worth it.
+  bool Refused(const Status& status, const std::string& token) {
+    if (token.empty() || !internal::IsTokenRefusal(status)) return false;
+    tokens->Drop(token);
+    return true;
+  }
+  // What a stream calls when the server refused its token.
+  std::function<void()> DropOnRefusal(const std::string& token) const {
+    if (token.empty()) return {};
+    return [tokens = tokens, token] { tokens->Drop(token); };
   }
 
   Status StoppedStatus(const CallOptions& call, const Status& last) const {
@@ -125,7 +179,8 @@ struct Client::Impl {
   }
 
   template <typename Response, typename Fn>
-  Result<Response> CallIdempotent(std::string_view what, const CallOptions& call, Fn&& fn);
+  Result<Response> CallIdempotent(std::string_view what, const CallOptions& call, Fn&& fn,
+                                  bool with_token = true);
   template <typename Response, typename Fn>
   Result<Response> CallWrite(std::string_view what, const CallOptions& call, Fn&& fn);
   Result<std::size_t> DiscoverLeader(SteadyTime deadline, const std::stop_token& stop);
@@ -134,7 +189,7 @@ struct Client::Impl {
   // One unary call on endpoint `index`, no retry: fn(endpoint, context, response).
   template <typename Response, typename Fn>
   Result<Response> CallOne(std::size_t index, std::string_view what, SteadyTime deadline,
-                           const std::stop_token& stop, Fn&& fn);
+                           const std::stop_token& stop, bool with_token, Fn&& fn);
 };
 
 // Reads and other idempotent calls: retried on transient failures and "not leader" answers,
@@ -142,10 +197,11 @@ struct Client::Impl {
 // deadline, or a stop request.
 template <typename Response, typename Fn>
 Result<Response> Client::Impl::CallIdempotent(std::string_view what, const CallOptions& call,
-                                              Fn&& fn) {
+                                              Fn&& fn, bool with_token) {
   const SteadyTime deadline = DeadlineOf(call);
   Backoff backoff = NewBackoff();
   Status last = Status::Unavailable(fmt::format("{}: no attempt made", what));
+  bool reauthenticated = false;
   while (true) {
     if (call.stop.stop_requested() || std::chrono::steady_clock::now() >= deadline) {
       return StoppedStatus(call, last);
@@ -156,8 +212,14 @@ Result<Response> Client::Impl::CallIdempotent(std::string_view what, const CallO
       last = Status::Unavailable(fmt::format("{}: cannot connect to {}", what, endpoint.target));
       Rotate(index);
     } else {
+      std::string token;
+      if (with_token) {
+        Result<std::string> current = Token(deadline, call.stop);
+        if (!current.ok()) return current.status();
+        token = std::move(*current);
+      }
       grpc::ClientContext context;
-      PrepareContext(context, deadline);
+      PrepareContext(context, deadline, token);
       Response response;
       grpc::Status result;
       {
@@ -167,6 +229,11 @@ Result<Response> Client::Impl::CallIdempotent(std::string_view what, const CallO
       Classified c = internal::Classify(result);
       if (c.disposition == Disposition::kOk) return response;
       last = c.status.Annotate(fmt::format("{} on {}", what, endpoint.target));
+      // An expired token: authenticate again and repeat at once (once per call).
+      if (!reauthenticated && Refused(c.status, token)) {
+        reauthenticated = true;
+        continue;
+      }
       if (c.disposition == Disposition::kFinal) return last;
       if (c.disposition == Disposition::kStopped) return StoppedStatus(call, last);
       if (c.not_leader) {
@@ -187,6 +254,7 @@ Result<Response> Client::Impl::CallWrite(std::string_view what, const CallOption
   const SteadyTime deadline = DeadlineOf(call);
   Backoff backoff = NewBackoff();
   Status last = Status::Unavailable(fmt::format("{}: no attempt made", what));
+  bool reauthenticated = false;
   while (true) {
     if (call.stop.stop_requested() || std::chrono::steady_clock::now() >= deadline) {
       return StoppedStatus(call, last);  // nothing was sent in a way that may have applied
@@ -198,8 +266,10 @@ Result<Response> Client::Impl::CallWrite(std::string_view what, const CallOption
       last = Status::Unavailable(fmt::format("{}: cannot connect to {}", what, endpoint.target));
       Rotate(index);
     } else {
+      Result<std::string> token = Token(deadline, call.stop);
+      if (!token.ok()) return token.status();
       grpc::ClientContext context;
-      PrepareContext(context, deadline);
+      PrepareContext(context, deadline, *token);
       Response response;
       grpc::Status result;
       {
@@ -209,6 +279,11 @@ Result<Response> Client::Impl::CallWrite(std::string_view what, const CallOption
       Classified c = internal::Classify(result);
       if (c.disposition == Disposition::kOk) return response;
       last = c.status.Annotate(fmt::format("{} on {}", what, endpoint.target));
+      // Refused for its token before anything was applied: safe to send again, once.
+      if (!reauthenticated && Refused(c.status, *token)) {
+        reauthenticated = true;
+        continue;
+      }
       if (c.disposition == Disposition::kFinal) return last;
       if (c.disposition != Disposition::kNotApplied) return OutcomeUnknown(last);
       if (c.not_leader) {
@@ -225,25 +300,74 @@ Result<Response> Client::Impl::CallWrite(std::string_view what, const CallOption
 
 template <typename Response, typename Fn>
 Result<Response> Client::Impl::CallOne(std::size_t index, std::string_view what,
-                                       SteadyTime deadline, const std::stop_token& stop, Fn&& fn) {
+                                       SteadyTime deadline, const std::stop_token& stop,
+                                       bool with_token, Fn&& fn) {
   Endpoint& endpoint = endpoints[index];
-  if (!Connect(index, deadline, stop)) {
-    return Status::Unavailable(fmt::format("{} of {}: cannot connect", what, endpoint.target));
+  for (int attempt = 0;; ++attempt) {
+    if (!Connect(index, deadline, stop)) {
+      return Status::Unavailable(fmt::format("{} of {}: cannot connect", what, endpoint.target));
+    }
+    std::string token;
+    if (with_token) {
+      Result<std::string> current = Token(deadline, stop);
+      if (!current.ok()) return current.status();
+      token = std::move(*current);
+    }
+    grpc::ClientContext context;
+    PrepareContext(context, deadline, token);
+    std::stop_callback cancel(stop, [&context] { context.TryCancel(); });
+    Response response;
+    const grpc::Status result = fn(endpoint, context, response);
+    Classified c = internal::Classify(result);
+    if (c.disposition == Disposition::kOk) return response;
+    if (attempt == 0 && Refused(c.status, token)) continue;
+    return c.status.Annotate(fmt::format("{} of {}", what, endpoint.target));
   }
-  grpc::ClientContext context;
-  PrepareContext(context, deadline);
-  std::stop_callback cancel(stop, [&context] { context.TryCancel(); });
-  Response response;
-  const grpc::Status result = fn(endpoint, context, response);
-  Classified c = internal::Classify(result);
-  if (c.disposition == Disposition::kOk) return response;
-  return c.status.Annotate(fmt::format("{} of {}", what, endpoint.target));
+}
+
+Result<std::string> Client::Impl::Token(SteadyTime deadline, const std::stop_token& stop) {
+  if (!PasswordAuth()) return std::string();
+  std::string token = tokens->Get();
+  if (!token.empty()) return token;
+  std::lock_guard lock(authenticate_mu);
+  token = tokens->Get();
+  if (!token.empty()) return token;  // another caller authenticated meanwhile
+  if (std::chrono::steady_clock::now() < auth_off_until) return std::string();
+  etcdserverpb::AuthenticateRequest request;
+  request.set_name(options.user);
+  request.set_password(options.password);
+  CallOptions call;
+  call.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  call.stop = stop;
+  if (call.timeout->count() <= 0) return Status::Timeout("deadline exceeded before Authenticate");
+  // Authenticate only issues a token: sending it again is harmless, so it is retried as a read.
+  Result<etcdserverpb::AuthenticateResponse> response =
+      CallIdempotent<etcdserverpb::AuthenticateResponse>(
+          "Authenticate", call,
+          [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::AuthenticateResponse* r) {
+            return e.auth->Authenticate(c, request, r);
+          },
+          /*with_token=*/false);
+  if (!response.ok() && response.status().Is(ErrorId::kAuthNotEnabled)) {
+    auth_off_until = std::chrono::steady_clock::now() + kAuthOffRecheck;
+    return std::string();
+  }
+  if (!response.ok()) return response.status();
+  if (response->token().empty()) {
+    return Status::FailedPrecondition("Authenticate answered without a token");
+  }
+  tokens->Set(response->token());
+  authentications.fetch_add(1, std::memory_order_relaxed);
+  return response->token();
 }
 
 Result<etcdserverpb::StatusResponse> Client::Impl::StatusOf(std::size_t index, SteadyTime deadline,
                                                             const std::stop_token& stop) {
+  // Status is open to every caller (etcd's), and leader discovery runs while authenticating.
   return CallOne<etcdserverpb::StatusResponse>(
-      index, "status", deadline, stop, [](Endpoint& e, grpc::ClientContext& ctx, auto& response) {
+      index, "status", deadline, stop, /*with_token=*/false,
+      [](Endpoint& e, grpc::ClientContext& ctx, auto& response) {
         return e.maintenance->Status(&ctx, etcdserverpb::StatusRequest(), &response);
       });
 }
@@ -283,6 +407,13 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   if (options.retry.base.count() <= 0 || options.retry.cap < options.retry.base) {
     return Status::InvalidArgument("retry backoff needs 0 < base <= cap");
   }
+  if (!options.password.empty() && options.user.empty()) {
+    return Status::InvalidArgument("a password needs a user name");
+  }
+  if (!options.user.empty() && options.password.empty() && options.tls.cert_file.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "user {} needs a password, or a client certificate whose CN names it", options.user));
+  }
   Result<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       ChannelCredentials(options.tls, options.endpoints);
   if (!credentials.ok()) return credentials.status();
@@ -307,6 +438,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     endpoint.watch = etcdserverpb::Watch::NewStub(endpoint.channel);
     endpoint.cluster = etcdserverpb::Cluster::NewStub(endpoint.channel);
     endpoint.maintenance = etcdserverpb::Maintenance::NewStub(endpoint.channel);
+    endpoint.auth = etcdserverpb::Auth::NewStub(endpoint.channel);
     impl->endpoints.push_back(std::move(endpoint));
   }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -318,6 +450,22 @@ const ClientOptions& Client::options() const { return impl_->options; }
 std::shared_ptr<grpc::Channel> Client::Channel(std::size_t index) const {
   return impl_->endpoints.at(index).channel;
 }
+
+Result<std::string> Client::Authorize(grpc::ClientContext& context, const CallOptions& call) {
+  Result<std::string> token = impl_->Token(impl_->DeadlineOf(call), call.stop);
+  if (token.ok() && !token->empty()) {
+    context.AddMetadata(std::string(internal::kTokenMetadata), *token);
+  }
+  return token;
+}
+
+bool Client::DropToken(const std::string& token) {
+  if (token.empty()) return false;
+  impl_->tokens->Drop(token);
+  return true;
+}
+
+std::uint64_t Client::authentications() const { return impl_->authentications.load(); }
 
 Result<etcdserverpb::RangeResponse> Client::Range(const etcdserverpb::RangeRequest& request,
                                                   const CallOptions& call) {
@@ -420,12 +568,15 @@ Result<std::unique_ptr<KeepAliveStream>> Client::OpenKeepAlive(std::stop_token s
       impl_->Rotate(index);
       continue;
     }
+    Result<std::string> token = impl_->Token(deadline, stop);
+    if (!token.ok()) return token.status();
     Endpoint& endpoint = impl_->endpoints[index];
     auto context = std::make_unique<grpc::ClientContext>();
     if (impl_->options.streams_require_leader) context->AddMetadata("hasleader", "true");
+    if (!token->empty()) context->AddMetadata(std::string(internal::kTokenMetadata), *token);
     auto rpc = endpoint.lease->LeaseKeepAlive(context.get());
     return std::make_unique<KeepAliveStream>(std::move(context), std::move(rpc), endpoint.target,
-                                             std::move(stop));
+                                             std::move(stop), impl_->DropOnRefusal(*token));
   }
   return Status::Unavailable("keep-alive stream: no endpoint could be connected");
 }
@@ -438,12 +589,15 @@ Result<std::unique_ptr<WatchStream>> Client::OpenWatch(std::stop_token stop) {
       impl_->Rotate(index);
       continue;
     }
+    Result<std::string> token = impl_->Token(deadline, stop);
+    if (!token.ok()) return token.status();
     Endpoint& endpoint = impl_->endpoints[index];
     auto context = std::make_unique<grpc::ClientContext>();
     if (impl_->options.streams_require_leader) context->AddMetadata("hasleader", "true");
+    if (!token->empty()) context->AddMetadata(std::string(internal::kTokenMetadata), *token);
     auto rpc = endpoint.watch->Watch(context.get());
     return std::make_unique<WatchStream>(std::move(context), std::move(rpc), endpoint.target,
-                                         std::move(stop));
+                                         std::move(stop), impl_->DropOnRefusal(*token));
   }
   return Status::Unavailable("watch stream: no endpoint could be connected");
 }
@@ -475,7 +629,7 @@ Result<etcdserverpb::HashKVResponse> Client::HashKVOf(std::size_t endpoint, std:
   etcdserverpb::HashKVRequest request;
   request.set_revision(revision);
   return impl_->CallOne<etcdserverpb::HashKVResponse>(
-      endpoint, "hashkv", impl_->DeadlineOf(call), call.stop,
+      endpoint, "hashkv", impl_->DeadlineOf(call), call.stop, /*with_token=*/true,
       [&request](auto& e, grpc::ClientContext& ctx, auto& response) {
         return e.maintenance->HashKV(&ctx, request, &response);
       });

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "admin_call.h"
 #include "epoch/client/admin.h"
 #include "epoch/client/errors.h"
 #include "epoch/etcd_errors.h"
@@ -61,6 +62,7 @@ Result<Response> CallFrom(Client& client, std::string_view what, bool idempotent
   const SteadyTime deadline = DeadlineOf(client, call);
   const std::size_t n = client.endpoints().size();
   Status last = Status::Unavailable(fmt::format("{}: no endpoint could be connected", what));
+  bool reauthenticated = false;
   for (std::size_t k = 0; k < count; ++k) {
     if (call.stop.stop_requested()) return Status::Aborted(fmt::format("{}: cancelled", what));
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -74,6 +76,8 @@ Result<Response> CallFrom(Client& client, std::string_view what, bool idempotent
     }
     grpc::ClientContext context;
     context.set_deadline(ToSystem(deadline));
+    Result<std::string> token = client.Authorize(context, call);
+    if (!token.ok()) return token.status();
     Response response;
     grpc::Status result;
     {
@@ -84,6 +88,12 @@ Result<Response> CallFrom(Client& client, std::string_view what, bool idempotent
     Classified c = internal::Classify(result);
     if (c.disposition == Disposition::kOk) return response;
     last = c.status.Annotate(fmt::format("{} on {}", what, target));
+    // Refused for an expired token before acting: the same endpoint again with a fresh one.
+    if (!reauthenticated && internal::IsTokenRefusal(c.status) && client.DropToken(*token)) {
+      reauthenticated = true;
+      --k;
+      continue;
+    }
     if (c.disposition == Disposition::kFinal || c.disposition == Disposition::kStopped) return last;
     if (!idempotent && c.disposition != Disposition::kNotApplied) return OutcomeUnknown(last);
   }
@@ -133,6 +143,8 @@ Result<etcdserverpb::MoveLeaderResponse> MoveLeader(Client& client, std::uint64_
   request.set_targetid(target_member_id);
   grpc::ClientContext context;
   context.set_deadline(ToSystem(deadline));
+  Result<std::string> token = client.Authorize(context, call);
+  if (!token.ok()) return token.status();
   std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
   etcdserverpb::MoveLeaderResponse response;
   const grpc::Status result = etcdserverpb::Maintenance::NewStub(client.Channel(*leader))
@@ -238,3 +250,17 @@ Result<v1::ClockStatusResponse> ClockStatus(Client& client, const CallOptions& c
 }
 
 }  // namespace epoch::client
+
+namespace epoch::client::internal {
+
+Status CallAdmin(Client& client, std::string_view what, bool idempotent, const CallOptions& call,
+                 const AdminAttempt& attempt) {
+  struct Nothing {};  // the attempt keeps its own response
+  return CallOnEndpoints<Nothing>(client, what, idempotent, call,
+                                  [&](auto channel, grpc::ClientContext* c, Nothing*) {
+                                    return attempt(std::move(channel), c);
+                                  })
+      .status();
+}
+
+}  // namespace epoch::client::internal

@@ -48,7 +48,7 @@ Classified Classify(const grpc::Status& status) {
       if (id == ErrorId::kNotLeader) {
         return {Disposition::kNotApplied, Status::FromCode(StatusCode::kNotLeader, text, id), true};
       }
-      return {Disposition::kFinal, Status::FailedPrecondition(text)};
+      return {Disposition::kFinal, Status::FromCode(StatusCode::kFailedPrecondition, text, id)};
     case grpc::UNAVAILABLE:
       // etcd: ErrGRPCNoLeader — refused, nothing proposed.
       if (id == ErrorId::kNoLeader) {
@@ -83,6 +83,16 @@ Classified Classify(const grpc::Status& status) {
       // Nothing says whether the server acted: a read may retry, a write is ambiguous.
       return {Disposition::kTransient, Status::IOError(text)};
   }
+}
+
+bool IsTokenRefusal(const Status& status) {
+  return status.Is(ErrorId::kInvalidAuthToken) || status.Is(ErrorId::kAuthOldRevision);
+}
+
+bool IsTokenRefusalText(const std::string& message) {
+  const EtcdError* known = FindEtcdError(message);
+  return known != nullptr &&
+         (known->id == ErrorId::kInvalidAuthToken || known->id == ErrorId::kAuthOldRevision);
 }
 
 }  // namespace epoch::client::internal

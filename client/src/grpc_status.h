@@ -7,6 +7,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <string>
+#include <string_view>
+
 #include "epoch/status.h"
 
 namespace epoch::client::internal {
@@ -32,5 +35,15 @@ struct Classified {
 };
 
 Classified Classify(const grpc::Status& status);
+
+// The metadata key of the auth token on every call, as etcd's clients send it.
+inline constexpr std::string_view kTokenMetadata = "token";
+
+// Whether the server refused the call's token without acting on it: "invalid auth token"
+// (expired, revoked, or unknown to this member) or "revision of auth store is old". A fresh
+// token may succeed.
+bool IsTokenRefusal(const Status& status);
+// The same for the text of a watch create's cancel_reason.
+bool IsTokenRefusalText(const std::string& message);
 
 }  // namespace epoch::client::internal

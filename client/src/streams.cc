@@ -9,4 +9,10 @@ Status StreamEndStatus(const grpc::Status& status, const std::string& endpoint) 
   return Classify(status).status.Annotate("stream to " + endpoint);
 }
 
+bool RefusesToken(const Status& end_status) { return IsTokenRefusal(end_status); }
+
+bool RefusesToken(const etcdserverpb::WatchResponse& response) {
+  return response.canceled() && IsTokenRefusalText(response.cancel_reason());
+}
+
 }  // namespace epoch::client::internal

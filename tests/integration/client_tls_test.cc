@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <random>
 
+#include "epoch/client/client.h"
+#include "epoch/etcd_errors.h"
 #include "epoch/test_support/loopback.h"
 #include "epoch/test_support/process.h"
 #include "epoch/test_support/temp_dir.h"
@@ -494,6 +496,62 @@ TEST_CASE("an https:// --listen-metrics-urls needs the certificate flags", "[int
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--listen-metrics-urls https://127.0.0.1:2381: https:// needs --cert-file") !=
         std::string::npos);
+}
+
+TEST_CASE("a certificate-only user (CN) works without a password through the client and epochctl",
+          "[integration][tls][auth]") {
+  test_support::TempDir dir("epoch-tls");
+  Pki pki(dir.path());
+  const CertFiles worker_cert = pki.ca.Issue("worker", "worker");
+  // The cluster's own etcdctl presents CN=root: root administers without a password.
+  ClusterPtr cluster = StartTlsCluster(1, pki.ClusterTls(/*client_cert_auth=*/true));
+  EtcdctlOk(*cluster, {"user", "add", "root", "--no-password"});
+  EtcdctlOk(*cluster, {"user", "add", "worker", "--no-password"});
+  EtcdctlOk(*cluster, {"role", "add", "jobs"});
+  EtcdctlOk(*cluster, {"role", "grant-permission", "jobs", "--prefix=true", "readwrite", "/jobs/"});
+  EtcdctlOk(*cluster, {"user", "grant-role", "worker", "jobs"});
+  EtcdctlOk(*cluster, {"auth", "enable"});
+  EtcdctlOk(*cluster, {"put", "/other", "o"});
+
+  // The client library: the certificate alone, and the user named with no password.
+  for (const std::string user : {"", "worker"}) {
+    INFO("user '" << user << "'");
+    client::ClientOptions options;
+    options.endpoints = {"https://" + cluster->node(0).client_address()};
+    options.tls.ca_file = pki.ca.ca_file();
+    options.tls.cert_file = worker_cert.cert;
+    options.tls.key_file = worker_cert.key;
+    options.user = user;
+    auto made = client::Client::Create(options);
+    INFO(made.status().ToString());
+    REQUIRE(made.ok());
+    client::Client& worker = **made;
+    auto put = worker.Put("/jobs/" + user + "a", "v");
+    INFO(put.status().ToString());
+    CHECK(put.ok());
+    auto denied = worker.Get("/other");
+    REQUIRE(!denied.ok());
+    CHECK(denied.status().Is(ErrorId::kPermissionDenied));
+    CHECK(worker.authentications() == 0);
+  }
+
+  // epochctl with the worker's certificate: its prefix, and etcd's refusal elsewhere.
+  const std::vector<std::string> as_worker = {EPOCHCTL_PATH, "--endpoints=" + cluster->Endpoints(),
+                                              "--cacert",    pki.ca.ca_file(),
+                                              "--cert",      worker_cert.cert,
+                                              "--key",       worker_cert.key};
+  auto run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = as_worker;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::RunCommand(argv, {}, seconds(20));
+  };
+  const CommandResult put = run({"put", "/jobs/ctl", "c"});
+  INFO(put.Describe());
+  CHECK(put.exit_code == 0);
+  CHECK(run({"get", "/jobs/ctl", "--print-value-only"}).out == "c\n");
+  const CommandResult refused = run({"get", "/other"});
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.err == "Error: etcdserver: permission denied\n");
 }
 
 }  // namespace epoch::integration

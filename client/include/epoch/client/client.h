@@ -19,6 +19,13 @@
 // leader", "no leader" or "too many requests"); once sent, any other failure is returned as
 // OutcomeUnknown (errors.h), never retried.
 //
+// Auth. With ClientOptions::user and password the client Authenticates on first use and sends
+// the token on every call and stream. A call refused with "etcdserver: invalid auth token" (the
+// token expired or was revoked) or "etcdserver: revision of auth store is old" was not acted on:
+// the client authenticates again once and repeats the call, as etcd's Go client does. A stream
+// that ends that way, or a watch create cancelled that way, drops the token, so the owner's next
+// OpenWatch / OpenKeepAlive authenticates afresh.
+//
 // Threading: all methods are thread-safe; a Client is meant to be shared. Streams returned by
 // OpenKeepAlive / OpenWatch belong to their caller (see streams.h).
 #pragma once
@@ -62,6 +69,11 @@ struct ClientOptions {
   bool streams_require_leader = true;
   // TLS towards every endpoint (tls.h): on with an https:// endpoint or any TLS file.
   TlsOptions tls;
+  // etcd auth (etcdctl's --user / --password). With both set, the client Authenticates before
+  // its first call and sends the token (gRPC metadata "token") on every call and stream. A user
+  // without a password needs a client certificate: the server takes its CN as the user name.
+  std::string user;
+  std::string password;
 };
 
 struct CallOptions {
@@ -137,6 +149,16 @@ class Client {
   // The channel of endpoint `index` (< endpoints().size()), for services this class does not
   // wrap (admin.h, epoch.v1). Callers wait for it to connect themselves.
   [[nodiscard]] std::shared_ptr<grpc::Channel> Channel(std::size_t index) const;
+
+  // --- Auth (ClientOptions::user / password) ---
+  // Adds the current token to `context` (nothing without password auth), authenticating first
+  // when the client holds none. For calls over Channel() (admin.h); returns the token sent.
+  Result<std::string> Authorize(grpc::ClientContext& context, const CallOptions& call = {});
+  // After a call sent with `token` was refused as "invalid auth token": forgets that token, so
+  // the next Authorize authenticates again. Returns whether a fresh token is worth a retry.
+  bool DropToken(const std::string& token);
+  // Authenticate calls this client made (successful ones).
+  [[nodiscard]] std::uint64_t authentications() const;
 
   struct Impl;
 

@@ -2,7 +2,9 @@
 // Opened by Client::OpenKeepAlive / Client::OpenWatch on the client's preferred endpoint.
 //
 // A stream that fails is not repaired in place: Receive() or Send() report the error, and the
-// owner opens a new one (Session does so with backoff; a watcher resumes with start_revision =
+// owner opens a new one. A stream that the server refused for its auth token (it ended with
+// "invalid auth token", or a watch create was cancelled so) tells its Client, whose next Open*
+// authenticates again (Session does so with backoff; a watcher resumes with start_revision =
 // last seen revision + 1). Replies come in send order: the n-th keep-alive reply answers the
 // n-th renewal sent; watch `created` replies answer create requests in order.
 //
@@ -24,13 +26,16 @@
 
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
-#include "etcdserverpb/rpc.pb.h"
+#include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::client {
 
 namespace internal {
 // Maps the final gRPC status of a stream to a Status (grpc_status.h). Defined in streams.cc.
 Status StreamEndStatus(const grpc::Status& status, const std::string& endpoint);
+// Whether a stream's end status, or a watch's cancel reason, refuses the stream's auth token.
+bool RefusesToken(const Status& end_status);
+bool RefusesToken(const etcdserverpb::WatchResponse& response);
 }  // namespace internal
 
 template <typename Request, typename Response>
@@ -39,9 +44,14 @@ class BidiStream {
   using Rpc = grpc::ClientReaderWriter<Request, Response>;
 
   // Takes ownership of a started call. Client only.
+  // `on_token_refused` (may be empty) runs when the server refuses the stream's auth token.
   BidiStream(std::unique_ptr<grpc::ClientContext> context, std::unique_ptr<Rpc> rpc,
-             std::string endpoint, std::stop_token stop)
-      : context_(std::move(context)), rpc_(std::move(rpc)), endpoint_(std::move(endpoint)) {
+             std::string endpoint, std::stop_token stop,
+             std::function<void()> on_token_refused = {})
+      : context_(std::move(context)),
+        rpc_(std::move(rpc)),
+        endpoint_(std::move(endpoint)),
+        on_token_refused_(std::move(on_token_refused)) {
     on_stop_.emplace(std::move(stop), std::function<void()>([this] { Cancel(); }));
   }
 
@@ -73,6 +83,7 @@ class BidiStream {
     if (!finished_) {
       finished_ = true;
       end_status_ = internal::StreamEndStatus(rpc_->Finish(), endpoint_);
+      if (internal::RefusesToken(end_status_)) TokenRefused();
     }
     return end_status_;
   }
@@ -82,10 +93,16 @@ class BidiStream {
 
   [[nodiscard]] const std::string& endpoint() const { return endpoint_; }
 
+ protected:
+  void TokenRefused() {
+    if (on_token_refused_) on_token_refused_();
+  }
+
  private:
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<Rpc> rpc_;
   std::string endpoint_;
+  std::function<void()> on_token_refused_;
   std::mutex write_mu_;   // one Write at a time
   std::mutex finish_mu_;  // guards finished_ / end_status_
   bool finished_ = false;
@@ -108,6 +125,12 @@ class KeepAliveStream
 class WatchStream : public BidiStream<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
  public:
   using BidiStream::BidiStream;
+  // BidiStream::Receive, and a create refused for the stream's token tells the Client.
+  Result<etcdserverpb::WatchResponse> Receive() {
+    Result<etcdserverpb::WatchResponse> response = BidiStream::Receive();
+    if (response.ok() && internal::RefusesToken(*response)) TokenRefused();
+    return response;
+  }
   Status Create(const etcdserverpb::WatchCreateRequest& create) {
     etcdserverpb::WatchRequest request;
     *request.mutable_create_request() = create;
