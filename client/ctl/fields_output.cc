@@ -199,6 +199,11 @@ std::string FieldsOf(const etcdserverpb::AuthRoleListResponse& r) {
   return out + "\n";
 }
 
+std::string FieldsOf(const etcdserverpb::AuthStatusResponse& r) {
+  return Header(r.header()) + Line("Enabled", Bool(r.enabled())) +
+         ULine("AuthRevision", r.authrevision());
+}
+
 std::string FieldsOf(const std::vector<EndpointStatus>& statuses) {
   std::string out;
   for (const auto& [endpoint, s] : statuses) {

@@ -39,6 +39,8 @@ std::string FieldsOf(const etcdserverpb::AuthRoleGrantPermissionResponse& r);
 std::string FieldsOf(const etcdserverpb::AuthRoleRevokePermissionResponse& r);
 std::string FieldsOf(const etcdserverpb::AuthRoleGetResponse& r);
 std::string FieldsOf(const etcdserverpb::AuthRoleListResponse& r);
+// etcdctl 3.5's `auth status` (3.4 has no such command).
+std::string FieldsOf(const etcdserverpb::AuthStatusResponse& r);
 // Lease grant and keep-alive share clientv3's shape: the header, "ID" and "TTL".
 std::string FieldsOfLease(const etcdserverpb::ResponseHeader& header, std::int64_t id,
                           std::int64_t ttl);

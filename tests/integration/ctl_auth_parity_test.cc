@@ -141,6 +141,12 @@ TEST_CASE("epochctl and etcdctl print the same for auth, user and role commands"
         seconds(20));
     INFO(status.Describe());
     CHECK(status.out.find("Authentication Status: true\nAuthRevision: ") == 0);
+    const CommandResult fields =
+        test::RunCommand({EPOCHCTL_PATH, "--endpoints=" + Endpoint(c), "--user=root:rootpw", "-w",
+                          "fields", "auth", "status"},
+                         {}, seconds(20));
+    INFO(fields.Describe());
+    CHECK(fields.out.find("\"Enabled\" : true\n\"AuthRevision\" : ") != std::string::npos);
     EtcdctlOk(c, disable);
   }
 }
