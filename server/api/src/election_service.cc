@@ -2,6 +2,7 @@
 
 #include "election_observe.h"
 #include "epoch/rpc/grpc_util.h"
+#include "epoch/state/auth_state.h"
 #include "recipe_call.h"
 
 namespace epoch::server {
@@ -94,11 +95,42 @@ void Campaigned(const std::shared_ptr<CampaignAttempt>& a, const pb::TxnResponse
               });
 }
 
+rpc::UnaryReactor* FinishNow(rpc::CallContext* ctx, const grpc::Status& s) {
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(s);
+  return reactor;
+}
+
+// An Observe stream refused before it starts.
+class RefusedStream final : public rpc::WriteReactor<epb::LeaderResponse> {
+ public:
+  explicit RefusedStream(const grpc::Status& why) { Finish(why); }
+  void OnDone() override { delete this; }
+};
+
+// With auth on, the caller's permission of kind `access` on every key of the election `name`
+// (etcd's election keys live under "name/").
+Status AuthorizeElection(NodeContext& node, rpc::CallContext* ctx, AuthAccess access,
+                         const std::string& name) {
+  return node.auth().Authorize(*ctx, [&](const AuthState& a, std::string_view user) {
+    return CheckPrefixPermission(a, user, access, name + "/");
+  });
+}
+
+// With auth on, write permission on the leader key itself (Proclaim and Resign write it).
+Status AuthorizeLeaderKey(NodeContext& node, rpc::CallContext* ctx, const std::string& key) {
+  return node.auth().Authorize(*ctx, [&](const AuthState& a, std::string_view user) {
+    return CheckKeyPermission(a, user, AuthAccess::kWrite, key, {});
+  });
+}
+
 }  // namespace
 
 rpc::UnaryReactor* ElectionService::Campaign(rpc::CallContext* ctx,
                                              const epb::CampaignRequest* request,
                                              epb::CampaignResponse* response) {
+  Status allowed = AuthorizeElection(node_, ctx, AuthAccess::kWrite, request->name());
+  if (!allowed.ok()) return FinishNow(ctx, ToGrpc(allowed));
   std::shared_ptr<RecipeCall> call = RecipeCall::Create(ctx);
   auto attempt = std::make_shared<CampaignAttempt>(CampaignAttempt{
       node_, feed_, call, response, request->name(), request->value(), {}, 0, Revision(0), {}});
@@ -133,6 +165,11 @@ rpc::UnaryReactor* ElectionService::Proclaim(rpc::CallContext* ctx,
     return reactor;
   }
   const epb::LeaderKey leader = request->leader();
+  Status allowed = AuthorizeLeaderKey(node_, ctx, leader.key());
+  if (!allowed.ok()) {
+    reactor->Finish(ToGrpc(allowed));
+    return reactor;
+  }
   const std::string value = request->value();
   const auto deadline = ctx->deadline();
   recipe::ResolveLease(
@@ -160,6 +197,11 @@ rpc::UnaryReactor* ElectionService::Resign(rpc::CallContext* ctx, const epb::Res
     return reactor;
   }
   const epb::LeaderKey& leader = request->leader();
+  Status allowed = AuthorizeLeaderKey(node_, ctx, leader.key());
+  if (!allowed.ok()) {
+    reactor->Finish(ToGrpc(allowed));
+    return reactor;
+  }
   recipe::Txn(node_, recipe::IfCreated(leader.key(), leader.rev(), DeleteOp(leader.key())),
               ctx->deadline(),
               [reactor, response](const grpc::Status& s, const pb::TxnResponse& txn) {
@@ -171,6 +213,8 @@ rpc::UnaryReactor* ElectionService::Resign(rpc::CallContext* ctx, const epb::Res
 
 rpc::UnaryReactor* ElectionService::Leader(rpc::CallContext* ctx, const epb::LeaderRequest* request,
                                            epb::LeaderResponse* response) {
+  Status allowed = AuthorizeElection(node_, ctx, AuthAccess::kRead, request->name());
+  if (!allowed.ok()) return FinishNow(ctx, ToGrpc(allowed));
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   recipe::LinearizableRange(node_, recipe::FirstCreate(request->name() + "/"),
                             [reactor, response](const grpc::Status& s, const pb::RangeResponse& r) {
@@ -184,7 +228,9 @@ rpc::UnaryReactor* ElectionService::Leader(rpc::CallContext* ctx, const epb::Lea
 }
 
 rpc::WriteReactor<epb::LeaderResponse>* ElectionService::Observe(
-    rpc::CallContext*, const epb::LeaderRequest* request) {
+    rpc::CallContext* ctx, const epb::LeaderRequest* request) {
+  Status allowed = AuthorizeElection(node_, ctx, AuthAccess::kRead, request->name());
+  if (!allowed.ok()) return new RefusedStream(ToGrpc(allowed));
   return ObserveStream::Start(node_, feed_, request->name() + "/");
 }
 

@@ -5,6 +5,7 @@
 #include "epoch/etcd_errors.h"
 #include "epoch/peer/leader_forwarder.h"
 #include "epoch/rpc/grpc_util.h"
+#include "epoch/state/auth_state.h"
 #include "lease_keepalive_stream.h"
 
 namespace epoch::server {
@@ -88,6 +89,18 @@ rpc::UnaryReactor* EtcdLeaseService::LeaseRevoke(rpc::CallContext* ctx,
                                                  pb::LeaseRevokeResponse* response) {
   v1::InternalRequest internal;
   *internal.mutable_lease_revoke() = *request;
+  // etcd: write permission on every key attached to the lease. Apply checks the keys attached
+  // then again (the stamp carries user and auth revision, also to the leader over the peer link).
+  Status allowed = node_.auth().Authorize(
+      *ctx,
+      [this, id = LeaseId(request->id())](const AuthState& a, std::string_view user) -> Status {
+        if (!a.enabled) return Status::Ok();
+        Result<std::vector<std::string>> keys = node_.store().LeaseKeys(id);
+        if (!keys.ok()) return keys.status();
+        return CheckKeysPermission(a, user, AuthAccess::kWrite, *keys);
+      },
+      &internal);
+  if (!allowed.ok()) return FinishNow(ctx, ToGrpc(allowed));
   return WriteThroughLog(node_, ctx, std::move(internal),
                          [this, response, mine = !IsForwarded(ctx)](const v1::InternalResponse& r) {
                            if (mine) leases_.CountRevoke();
@@ -114,7 +127,9 @@ EtcdLeaseService::LeaseKeepAlive(rpc::CallContext* ctx) {
 rpc::UnaryReactor* EtcdLeaseService::LeaseTimeToLive(rpc::CallContext* ctx,
                                                      const pb::LeaseTimeToLiveRequest* request,
                                                      pb::LeaseTimeToLiveResponse* response) {
-  return AfterReadBarrier(node_, ctx, [this, request, response]() -> Status {
+  Result<AuthCaller> caller = node_.auth().Caller(*ctx);
+  if (!caller.ok()) return FinishNow(ctx, ToGrpc(caller.status()));
+  return AfterReadBarrier(node_, ctx, [this, request, response, caller = *caller]() -> Status {
     const LeaseId id(request->id());
     Result<std::optional<LeaseInfo>> info = node_.store().GetLease(id);
     if (!info.ok()) return info.status();
@@ -132,6 +147,9 @@ rpc::UnaryReactor* EtcdLeaseService::LeaseTimeToLive(rpc::CallContext* ctx,
     if (request->keys()) {
       Result<std::vector<std::string>> keys = node_.store().LeaseKeys(id);
       if (!keys.ok()) return keys.status();
+      // etcd: the attached keys are shown only to a caller who may read every one.
+      EPOCH_RETURN_IF_ERROR(
+          CheckKeysPermission(*caller.state, caller.user, AuthAccess::kRead, *keys));
       for (std::string& k : *keys) response->add_keys(std::move(k));
     }
     return Status::Ok();
@@ -208,35 +226,41 @@ rpc::UnaryReactor* V1LeaseService::Renew(rpc::CallContext* ctx,
 rpc::UnaryReactor* V1LeaseService::Status(rpc::CallContext* ctx,
                                           const v1::LeaseStatusRequest* request,
                                           v1::LeaseStatusResponse* response) {
-  return AfterReadBarrier(node_, ctx, [this, request, response]() -> epoch::Status {
-    const LeaseId id(request->id());
-    Result<std::optional<LeaseInfo>> info = node_.store().GetLease(id);
-    if (!info.ok()) return info.status();
-    const std::int64_t now_ms = leases_.EstimateNowMs();
-    response->set_id(id.value());
-    response->set_now_cluster_ms(now_ms);
-    node_.FillHeader(response->mutable_header());
-    if (!info->has_value()) return epoch::Status::Ok();
-    const LeaseInfo& lease = **info;
-    response->set_found(true);
-    response->set_granted_ttl_ms(lease.ttl_ms);
-    response->set_deadline_cluster_ms(lease.deadline_cluster_ms);
-    response->set_remaining_ttl_ms(std::max<std::int64_t>(0, lease.deadline_cluster_ms - now_ms));
-    response->set_max_extension_ms(leases_.MaxExtensionMs(lease.ttl_ms));
-    if (!request->keys()) return epoch::Status::Ok();
-    Result<std::vector<std::string>> keys = node_.store().LeaseKeys(id);
-    if (!keys.ok()) return keys.status();
-    for (const std::string& key : *keys) {
-      pb::RangeRequest range;
-      range.set_key(key);
-      Result<pb::RangeResponse> kv = node_.store().Range(range);
-      if (!kv.ok()) return kv.status();
-      v1::LeaseKey* out = response->add_keys();
-      out->set_key(key);
-      if (kv->kvs_size() > 0) out->set_fencing_token(kv->kvs(0).create_revision());
-    }
-    return epoch::Status::Ok();
-  });
+  Result<AuthCaller> caller = node_.auth().Caller(*ctx);
+  if (!caller.ok()) return FinishNow(ctx, ToGrpc(caller.status()));
+  return AfterReadBarrier(
+      node_, ctx, [this, request, response, caller = *caller]() -> epoch::Status {
+        const LeaseId id(request->id());
+        Result<std::optional<LeaseInfo>> info = node_.store().GetLease(id);
+        if (!info.ok()) return info.status();
+        const std::int64_t now_ms = leases_.EstimateNowMs();
+        response->set_id(id.value());
+        response->set_now_cluster_ms(now_ms);
+        node_.FillHeader(response->mutable_header());
+        if (!info->has_value()) return epoch::Status::Ok();
+        const LeaseInfo& lease = **info;
+        response->set_found(true);
+        response->set_granted_ttl_ms(lease.ttl_ms);
+        response->set_deadline_cluster_ms(lease.deadline_cluster_ms);
+        response->set_remaining_ttl_ms(
+            std::max<std::int64_t>(0, lease.deadline_cluster_ms - now_ms));
+        response->set_max_extension_ms(leases_.MaxExtensionMs(lease.ttl_ms));
+        if (!request->keys()) return epoch::Status::Ok();
+        Result<std::vector<std::string>> keys = node_.store().LeaseKeys(id);
+        if (!keys.ok()) return keys.status();
+        EPOCH_RETURN_IF_ERROR(
+            CheckKeysPermission(*caller.state, caller.user, AuthAccess::kRead, *keys));
+        for (const std::string& key : *keys) {
+          pb::RangeRequest range;
+          range.set_key(key);
+          Result<pb::RangeResponse> kv = node_.store().Range(range);
+          if (!kv.ok()) return kv.status();
+          v1::LeaseKey* out = response->add_keys();
+          out->set_key(key);
+          if (kv->kvs_size() > 0) out->set_fencing_token(kv->kvs(0).create_revision());
+        }
+        return epoch::Status::Ok();
+      });
 }
 
 rpc::UnaryReactor* V1LeaseService::ClockStatus(rpc::CallContext* ctx, const v1::ClockStatusRequest*,

@@ -1,6 +1,7 @@
 #include "epoch/api/lock_service.h"
 
 #include "epoch/rpc/grpc_util.h"
+#include "epoch/state/auth_state.h"
 #include "epoch/state/kv_validation.h"
 #include "recipe_call.h"
 
@@ -80,6 +81,15 @@ void TryAcquire(const std::shared_ptr<LockAttempt>& a) {
 
 rpc::UnaryReactor* LockService::Lock(rpc::CallContext* ctx, const v3lockpb::LockRequest* request,
                                      v3lockpb::LockResponse* response) {
+  // etcd's lock writes its key under the name's prefix: write permission on the whole prefix.
+  Status allowed = node_.auth().Authorize(*ctx, [&](const AuthState& a, std::string_view user) {
+    return CheckPrefixPermission(a, user, AuthAccess::kWrite, request->name() + "/");
+  });
+  if (!allowed.ok()) {
+    rpc::UnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(allowed));
+    return reactor;
+  }
   std::shared_ptr<RecipeCall> call = RecipeCall::Create(ctx);
   // The request dies with the call (possibly before the callbacks): copy what they need.
   auto attempt = std::make_shared<LockAttempt>(
@@ -104,7 +114,13 @@ rpc::UnaryReactor* LockService::Unlock(rpc::CallContext* ctx,
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   etcdserverpb::DeleteRangeRequest check;
   check.set_key(request->key());
-  if (Status valid = ValidateDeleteRange(check); !valid.ok()) {
+  Status valid = ValidateDeleteRange(check);
+  if (valid.ok()) {
+    valid = node_.auth().Authorize(*ctx, [&check](const AuthState& a, std::string_view user) {
+      return CheckDeleteRangePermission(a, user, check);
+    });
+  }
+  if (!valid.ok()) {
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }

@@ -177,6 +177,16 @@ rpc::UnaryReactor* ClusterService::MemberList(rpc::CallContext* ctx,
 
 namespace {
 
+// etcd's checkMembershipOperationPermission: member changes are root only while auth is on.
+// The refused call's reactor, or nullptr when the caller may go on.
+rpc::UnaryReactor* RefuseUnlessRoot(NodeContext& node, rpc::CallContext* ctx) {
+  epoch::Status allowed = node.auth().AuthorizeAdmin(*ctx);
+  if (allowed.ok()) return nullptr;
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpc(allowed));
+  return reactor;
+}
+
 rpc::UnaryReactor* MembershipUnsupported(rpc::CallContext* ctx, std::string_view call) {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status(
@@ -192,24 +202,28 @@ rpc::UnaryReactor* MembershipUnsupported(rpc::CallContext* ctx, std::string_view
 rpc::UnaryReactor* ClusterService::MemberAdd(rpc::CallContext* ctx,
                                              const etcdserverpb::MemberAddRequest*,
                                              etcdserverpb::MemberAddResponse*) {
+  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
   return MembershipUnsupported(ctx, "MemberAdd");
 }
 
 rpc::UnaryReactor* ClusterService::MemberRemove(rpc::CallContext* ctx,
                                                 const etcdserverpb::MemberRemoveRequest*,
                                                 etcdserverpb::MemberRemoveResponse*) {
+  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
   return MembershipUnsupported(ctx, "MemberRemove");
 }
 
 rpc::UnaryReactor* ClusterService::MemberUpdate(rpc::CallContext* ctx,
                                                 const etcdserverpb::MemberUpdateRequest*,
                                                 etcdserverpb::MemberUpdateResponse*) {
+  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
   return MembershipUnsupported(ctx, "MemberUpdate");
 }
 
 rpc::UnaryReactor* ClusterService::MemberPromote(rpc::CallContext* ctx,
                                                  const etcdserverpb::MemberPromoteRequest*,
                                                  etcdserverpb::MemberPromoteResponse*) {
+  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
   return MembershipUnsupported(ctx, "MemberPromote");
 }
 
@@ -235,12 +249,12 @@ void MaintenanceService::Register(rpc::Server& server) {
       this, &Async::RequestDefragment,
       admin([this](rpc::CallContext* c, const auto* q, auto* r) { return Defragment(c, q, r); }),
       {.pending = 2});
-  server.Unary(this, &Async::RequestHash, [](rpc::CallContext* c, const auto*, auto*) {
-    rpc::UnaryReactor* reactor = c->DefaultReactor();
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Hash is not implemented; use HashKV"));
-    return reactor;
-  });
+  server.Unary(this, &Async::RequestHash, admin([](rpc::CallContext* c, const auto*, auto*) {
+                 rpc::UnaryReactor* reactor = c->DefaultReactor();
+                 reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                              "Hash is not implemented; use HashKV"));
+                 return reactor;
+               }));
   server.Unary(
       this, &Async::RequestHashKV,
       admin([this](rpc::CallContext* c, const auto* q, auto* r) { return HashKV(c, q, r); }),

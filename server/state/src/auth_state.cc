@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "epoch/etcd_errors.h"
+#include "key_encoding.h"
 
 namespace epoch::server {
 namespace {
@@ -269,6 +270,23 @@ Status CheckKeyPermission(const AuthState& state, std::string_view user, AuthAcc
   }
   if (Covers(std::move(spans), SpanOf(key, range_end))) return Status::Ok();
   return Err(etcd_errors::kPermissionDenied);
+}
+
+Status CheckPrefixPermission(const AuthState& state, std::string_view user, AuthAccess access,
+                             std::string_view prefix) {
+  std::string end = PrefixEnd(prefix);
+  if (end.empty()) end.assign(1, '\0');  // no key after the prefix's keys: every key from it on
+  return CheckKeyPermission(state, user, access, prefix, end);
+}
+
+Status CheckKeysPermission(const AuthState& state, std::string_view user, AuthAccess access,
+                           const std::vector<std::string>& keys) {
+  if (!state.enabled) return Status::Ok();
+  if (user.empty()) return Err(etcd_errors::kUserEmpty);
+  for (const std::string& key : keys) {
+    EPOCH_RETURN_IF_ERROR(CheckKeyPermission(state, user, access, key, {}));
+  }
+  return Status::Ok();
 }
 
 Status CheckAdminPermission(const AuthState& state, std::string_view user) {

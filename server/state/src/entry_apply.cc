@@ -104,6 +104,20 @@ Status ApplyKvRequest(const EntryContext& ctx, KvStore::Meta* meta, const Intern
   return Status::InvalidArgument("not a KV request");
 }
 
+// A client's revoke (stamped by its proposer) needs write permission on every key attached at
+// apply: keys may have been attached since the proposer checked, without the auth revision
+// moving. The server's own revokes (expiry) carry no stamp. A storage error is returned, a
+// refusal lands in out->status.
+Status CheckRevokePermission(const EntryContext& ctx, const KvStore::Meta& meta,
+                             const InternalRequest& req, ApplyResult* out) {
+  if (req.auth_revision() == 0 || !meta.auth->enabled) return Status::Ok();
+  Result<std::vector<std::string>> keys =
+      ReadLeaseKeys(*ctx.reader, LeaseId(req.lease_revoke().id()));
+  if (!keys.ok()) return keys.status();
+  out->status = CheckKeysPermission(*meta.auth, req.auth_user(), AuthAccess::kWrite, *keys);
+  return Status::Ok();
+}
+
 Status ApplyLeaseRequest(const EntryContext& ctx, KvStore::Meta* meta, const InternalRequest& req,
                          ApplyResult* out) {
   InternalResponse& resp = out->response;
@@ -117,6 +131,8 @@ Status ApplyLeaseRequest(const EntryContext& ctx, KvStore::Meta* meta, const Int
       break;
     }
     case InternalRequest::kLeaseRevoke: {
+      EPOCH_RETURN_IF_ERROR(CheckRevokePermission(ctx, *meta, req, out));
+      if (!out->status.ok()) return Status::Ok();
       WriteTxn txn(ctx.reader, ctx.batch, ctx.index, meta->revision, ctx.latest, ctx.prev_values);
       Result<pb::LeaseRevokeResponse> r =
           ApplyLeaseRevoke(*ctx.reader, ctx.batch, &txn, LeaseId(req.lease_revoke().id()));

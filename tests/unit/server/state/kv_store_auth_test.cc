@@ -237,6 +237,43 @@ TEST_CASE("auth: a request checked against an older revision is checked again at
   CHECK(Is(s.Apply(auth).status, etcd_errors::kAuthNotEnabled));
 }
 
+TEST_CASE("auth: a client's lease revoke needs write on the keys attached at apply",
+          "[server][auth]") {
+  TempDir dir;
+  TestStore s(dir.path());
+  for (const auto& r : {UserAdd("root"), Grant("root", "root"), UserAdd("w"), RoleAdd("jobs"),
+                        GrantPerm("jobs", authpb::Permission::READWRITE, "/q1/", "/q10"),
+                        Grant("w", "jobs"), Enable()}) {
+    REQUIRE(s.Apply(r).status.ok());
+  }
+  REQUIRE(s.GrantLease(7, 60'000).status.ok());
+  REQUIRE(s.Put("/q1/a", "v", 7).status.ok());
+  v1::InternalRequest revoke;
+  revoke.mutable_lease_revoke()->set_id(7);
+  revoke.set_auth_user("w");
+  // Checked by its proposer at the current auth revision, when only /q1/a was attached.
+  revoke.set_auth_revision(s->Auth()->revision);
+
+  // A key outside the user's range attached since: refused at apply, nothing deleted.
+  REQUIRE(s.Put("/q2/b", "v", 7).status.ok());
+  const Revision before = s->CurrentRevision();
+  CHECK(Is(s.Apply(revoke).status, etcd_errors::kPermissionDenied));
+  CHECK(s->CurrentRevision() == before);
+  CHECK(s.Get("/q1/a").kvs_size() == 1);
+
+  // Detached again (the key is put without the lease): the revoke goes through.
+  REQUIRE(s.Put("/q2/b", "v", 0).status.ok());
+  REQUIRE(s.Apply(revoke).status.ok());
+  CHECK(s.Get("/q1/a").kvs_size() == 0);
+  CHECK(s.Get("/q2/b").kvs_size() == 1);
+
+  // The server's own revoke (expiry) carries no stamp and is not checked.
+  REQUIRE(s.GrantLease(8, 60'000).status.ok());
+  REQUIRE(s.Put("/q2/c", "v", 8).status.ok());
+  CHECK(s.RevokeLease(8).status.ok());
+  CHECK(s.Get("/q2/c").kvs_size() == 0);
+}
+
 TEST_CASE("auth: the state survives a reopen and travels in a snapshot image", "[server][auth]") {
   TempDir dir;
   TestStore s(dir.Sub("a"));

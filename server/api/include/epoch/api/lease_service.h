@@ -8,11 +8,14 @@
 //     means the leader picks a unique non-zero ID just before proposing; a requested ID is
 //     honoured ("lease already exists" if taken). Written through the log; followers forward.
 //   LeaseRevoke: through the log; every attached key is deleted in one revision with DELETE
-//     events; "requested lease not found" for an unknown ID.
+//     events; "requested lease not found" for an unknown ID. With auth on, the caller needs write
+//     permission on every attached key, checked here and again at apply on the keys attached
+//     then (a follower forwards the stamped request over the peer link).
 //   LeaseKeepAlive: KeepAliveStream; TTL = the granted TTL (seconds, rounded up) after renewing,
 //     0 for an unknown or expired lease; the header is captured before renewing.
 //   LeaseTimeToLive: after a linearizable read barrier; TTL = remaining seconds on the cluster
-//     clock (truncated, as etcd does), -1 for an unknown lease (not an error); keys on request.
+//     clock (truncated, as etcd does), -1 for an unknown lease (not an error); keys on request
+//     (with auth on, read permission on every one, or "permission denied").
 //   LeaseLeases: every lease ID after a read barrier.
 // V1LeaseService is epoch.v1.Lease: the same leases in milliseconds, plus Status (deadline on the
 // cluster clock, the maximum extension, attached keys with their fencing tokens), Renew (one

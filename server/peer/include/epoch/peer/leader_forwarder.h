@@ -1,6 +1,7 @@
 // LeaderForwarder: sends a lease grant or revoke that reached a follower on to the leader's client
 // endpoint, as the etcd v3 call it came from, and hands back the leader's answer. (KV writes go
-// over the peer link instead: PeerForwarder.)
+// and lease revokes go over the peer link instead when there is one: PeerForwarder. A revoke sent
+// here carries no caller, so with auth on the leader refuses it.)
 //
 // The forwarded call carries the metadata "epoch-forwarded: 1"; a node that receives a forwarded
 // write and is not the leader answers "not leader" instead of forwarding again, so a message

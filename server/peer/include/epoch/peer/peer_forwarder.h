@@ -73,9 +73,9 @@ class PeerForwarder {
   // The link to `peer` broke: writes sent to it have an unknown outcome.
   void PeerLost(NodeId peer);
 
-  // Whether a request of this kind travels this way (KV writes, compaction, alarm changes and
-  // member publications; lease grants and revokes go through the leader's lease manager, see
-  // LeaseForwarder).
+  // Whether a request of this kind travels this way (KV writes, compaction, alarm changes,
+  // member publications, auth changes and lease revokes, which carry their caller's auth stamp;
+  // lease grants go through the leader's lease manager, see LeaseForwarder).
   [[nodiscard]] static bool Forwardable(const v1::InternalRequest& request);
 
   // Leader side: a ForwardRequest from `from`.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "authpb/auth.pb.h"
 #include "epoch/status.h"
@@ -43,6 +44,13 @@ enum class AuthAccess { kRead, kWrite };
 // empty"; an unknown user or an uncovered range "permission denied".
 Status CheckKeyPermission(const AuthState& state, std::string_view user, AuthAccess access,
                           std::string_view key, std::string_view range_end);
+// Every key under `prefix` (etcd's WithPrefix range): the Lock and Election recipes' names.
+Status CheckPrefixPermission(const AuthState& state, std::string_view user, AuthAccess access,
+                             std::string_view prefix);
+// Each of `keys` alone: the keys attached to a lease (etcd's LeaseRevoke needs write on every one,
+// LeaseTimeToLive with keys read on every one).
+Status CheckKeysPermission(const AuthState& state, std::string_view user, AuthAccess access,
+                           const std::vector<std::string>& keys);
 // etcd's IsAdminPermitted: OK when auth is off or the user has the root role.
 Status CheckAdminPermission(const AuthState& state, std::string_view user);
 
@@ -57,8 +65,9 @@ Status CheckTxnPermission(const AuthState& state, std::string_view user,
                           const etcdserverpb::TxnRequest& request);
 // The permission an InternalRequest needs from its proposer: key permissions for KV requests,
 // admin for compaction, alarms and auth changes; none for the server's own requests (clock,
-// lease grant, renewals, member attributes, authenticate). A lease revoke is checked by the
-// proposer on the lease's keys (apply does not re-read them): OK here.
+// lease grant, renewals, member attributes, authenticate). A lease revoke needs the lease's keys,
+// which this function does not read: apply checks a stamped revoke on its keys every time
+// (attachments change without the auth revision moving), so OK here.
 Status CheckRequestPermission(const AuthState& state, std::string_view user,
                               const v1::InternalRequest& request);
 
