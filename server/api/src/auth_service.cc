@@ -2,6 +2,7 @@
 
 #include <asio.hpp>
 
+#include "auth_failure_limiter.h"
 #include "auth_password.h"
 #include "epoch/etcd_errors.h"
 #include "epoch/rpc/grpc_util.h"
@@ -13,7 +14,18 @@ namespace pb = etcdserverpb;
 
 void FinishError(rpc::UnaryReactor* reactor, const Status& s) { reactor->Finish(ToGrpc(s)); }
 
+// Authenticate refused unchecked (auth_failure_limiter.h): etcd's "too many requests" kind
+// (RESOURCE_EXHAUSTED, which etcd's clients do not retry at once) with its own message.
+constexpr EtcdError kAuthRateLimited{ErrorId::kTooManyRequests, GrpcCode::kResourceExhausted,
+                                     "etcdserver: too many failed authentication attempts"};
+
 }  // namespace
+
+AuthService::AuthService(NodeContext& node)
+    : node_(node),
+      failures_(std::make_unique<AuthFailureLimiter>(node.config().auth_failure_limits)) {}
+
+AuthService::~AuthService() = default;
 
 template <typename Response>
 void AuthService::Propose(rpc::UnaryReactor* reactor,
@@ -78,28 +90,96 @@ rpc::UnaryReactor* AuthService::Authenticate(rpc::CallContext* ctx,
                                              const pb::AuthenticateRequest* request,
                                              pb::AuthenticateResponse* response) {
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
-  const auto deadline = ctx->deadline();
-  const bool queued = Hash([this, reactor, request, response, deadline] {
-    AuthStatePtr state = node_.store().Auth();
-    if (!state->enabled) return FinishError(reactor, etcd_errors::kAuthNotEnabled.ToStatus());
-    auto user = state->users.find(request->name());
-    // A user without a password (certificate only) never authenticates with one, as etcd's.
-    if (user == state->users.end() || user->second.password().empty() ||
-        !VerifyPassword(request->password(), user->second.password())) {
-      return FinishError(reactor, etcd_errors::kAuthFailed.ToStatus());
+  std::string host = PeerHost(ctx->peer());
+  if (!failures_->Admit(request->name(), host, AuthFailureLimiter::Clock::now())) {
+    rate_limited_.fetch_add(1, std::memory_order_relaxed);
+    FinishError(reactor, kAuthRateLimited.ToStatus());
+    return reactor;
+  }
+  auto check = [this, reactor, request, response, deadline = ctx->deadline(), host] {
+    const bool queued =
+        Hash([=, this] { CheckAndIssue(reactor, *request, response, deadline, host); });
+    if (!queued) {
+      failures_->Finish(request->name(), host, false, AuthFailureLimiter::Clock::now());
+      FinishError(reactor, etcd_errors::kTooManyRequests.ToStatus());
     }
-    std::string token = AuthTokens::NewToken();
-    if (token.empty()) return FinishError(reactor, Status::Unavailable("epoch: no random token"));
-    Internal internal;
-    v1::AuthenticateEntry* entry = internal.mutable_authenticate();
-    entry->set_name(request->name());
-    entry->set_token(std::move(token));
-    entry->set_checked_revision(state->revision);
-    entry->set_ttl_ms(std::chrono::milliseconds(node_.config().auth_token_ttl).count());
-    Propose(reactor, deadline, std::move(internal), response);
+  };
+  if (node_.auth().jwt() == nullptr) {
+    check();
+    return reactor;
+  }
+  // A signed token is issued without a log entry: its password is checked on a state at least as
+  // new as a linearizable read, so a user deleted or a password changed before this call counts.
+  node_.ReadBarrier(false, [this, reactor, request, host, check](const Status& s) {
+    if (s.ok()) return check();
+    failures_->Finish(request->name(), host, false, AuthFailureLimiter::Clock::now());
+    FinishError(reactor, s);
   });
-  if (!queued) FinishError(reactor, etcd_errors::kTooManyRequests.ToStatus());
   return reactor;
+}
+
+void AuthService::CheckAndIssue(rpc::UnaryReactor* reactor, const pb::AuthenticateRequest& request,
+                                pb::AuthenticateResponse* response,
+                                std::chrono::system_clock::time_point deadline,
+                                const std::string& host) {
+  AuthStatePtr state = node_.store().Auth();
+  std::optional<FailureReason> failed = CheckPassword(*state, request);
+  failures_->Finish(request.name(), host, failed && *failed != FailureReason::kNotEnabled,
+                    AuthFailureLimiter::Clock::now());
+  if (failed) {
+    failures_total_[static_cast<int>(*failed)].fetch_add(1, std::memory_order_relaxed);
+    return FinishError(reactor, *failed == FailureReason::kNotEnabled
+                                    ? etcd_errors::kAuthNotEnabled.ToStatus()
+                                    : etcd_errors::kAuthFailed.ToStatus());
+  }
+  if (const JwtTokens* jwt = node_.auth().jwt()) {
+    Result<std::string> token = jwt->Sign(request.name(), state->revision, UnixNowSeconds());
+    if (!token.ok()) return FinishError(reactor, token.status());
+    response->set_token(std::move(*token));
+    node_.FillHeader(response->mutable_header());
+    return reactor->Finish(grpc::Status::OK);
+  }
+  std::string token = AuthTokens::NewToken();
+  if (token.empty()) return FinishError(reactor, Status::Unavailable("epoch: no random token"));
+  Internal internal;
+  v1::AuthenticateEntry* entry = internal.mutable_authenticate();
+  entry->set_name(request.name());
+  entry->set_token(std::move(token));
+  // Apply refuses the token if the auth state changed after this check (etcd's old revision).
+  entry->set_checked_revision(state->revision);
+  entry->set_ttl_ms(std::chrono::milliseconds(node_.config().auth_token_ttl).count());
+  Propose(reactor, deadline, std::move(internal), response);
+}
+
+std::optional<AuthService::FailureReason> AuthService::CheckPassword(
+    const AuthState& state, const pb::AuthenticateRequest& request) {
+  if (!state.enabled) return FailureReason::kNotEnabled;
+  auto user = state.users.find(request.name());
+  if (user == state.users.end()) return FailureReason::kUnknownUser;
+  // A user without a password (certificate only) never authenticates with one, as etcd's.
+  if (user->second.password().empty()) return FailureReason::kNoPassword;
+  if (!VerifyPassword(request.password(), user->second.password())) {
+    return FailureReason::kBadPassword;
+  }
+  return std::nullopt;
+}
+
+void AuthService::RenderMetrics(MetricsText& m) const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> failures;
+  for (int i = 0; i < kFailureReasons; ++i) {
+    failures.emplace_back(kFailureReasonNames[i],
+                          failures_total_[i].load(std::memory_order_relaxed));
+  }
+  m.LabeledCounter("epoch_auth_failures_total",
+                   "Authenticate calls refused after checking the password, by reason.", "reason",
+                   failures);
+  m.Counter("epoch_auth_rate_limited_total",
+            "Authenticate calls refused unchecked: too many failed attempts for the user or from "
+            "the client address.",
+            rate_limited_.load(std::memory_order_relaxed));
+  // etcd's name (auth/metrics.go).
+  m.Gauge("etcd_debugging_auth_revision", "The current revision of auth store.",
+          node_.store().Auth()->revision);
 }
 
 rpc::UnaryReactor* AuthService::AuthStatus(rpc::CallContext* ctx,

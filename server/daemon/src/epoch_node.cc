@@ -615,6 +615,7 @@ HttpReply EpochNode::Impl::Metrics() {
   peer_drops_.RenderMetrics(m);
   watch_service_->RenderMetrics(m);
   kv_service_->RenderMetrics(m);
+  auth_service_->RenderMetrics(m);
   RenderEtcdMetrics(m, EtcdMetricSources{s, store_.get(), context_->space_quota().SizeBytes(),
                                          context_->space_quota().quota_bytes(),
                                          lease_manager_->Stats().expired, &wal_fsync_});

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "epoch/node/jwt_tokens.h"
+
 namespace epoch::server {
 
 namespace {
@@ -261,12 +263,30 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   AddTlsFlags(app, f.tls, c.client_tls);
   app.add_option("--auth-token", f.auth_token,
                  "Token kind of the Auth service (etcd's flag): simple (random tokens that "
-                 "every member knows)")
-      ->check(CLI::IsMember({"simple"}));
+                 "every member knows) or jwt,pub-key=PATH,priv-key=PATH,sign-method="
+                 "RS256|PS256|ES256|HS256,ttl=5m (signed tokens, as etcd 3.4)");
   app.add_option_function<std::int64_t>(
          "--auth-token-ttl", [&c](std::int64_t s) { c.auth_token_ttl = std::chrono::seconds(s); },
-         "Seconds a simple token stays valid, on the cluster clock (etcd's flag, default 300)")
+         "Seconds a simple token stays valid after its last use, on the cluster clock "
+         "(etcd's flag, default 300)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{365} * 24 * 3600));
+  app.add_option("--auth-failure-burst", c.auth_failure_limits.burst,
+                 "Failed Authenticate attempts allowed at once per user and per client address "
+                 "(default 5)")
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option_function<std::int64_t>(
+         "--auth-failure-refill-ms",
+         [&c](std::int64_t ms) { c.auth_failure_limits.refill = std::chrono::milliseconds(ms); },
+         "One more failed attempt allowed every this many ms; also the first block after the "
+         "burst (default 10000)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}));
+  app.add_option_function<std::int64_t>(
+         "--auth-failure-backoff-max-ms",
+         [&c](std::int64_t ms) {
+           c.auth_failure_limits.backoff_max = std::chrono::milliseconds(ms);
+         },
+         "Longest block after repeated failed attempts; each block doubles (default 300000)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{86'400'000}));
   app.add_option("--bcrypt-cost", c.bcrypt_cost,
                  "Work of a password hash (etcd's flag): 2^(cost+7) PBKDF2-SHA256 iterations, "
                  "at most 2^30")
@@ -275,6 +295,22 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
                  "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");
   AddPeerTlsFlags(app, c.peer_tls);
+}
+
+// --auth-token: "simple", or "jwt," and etcd's options, the keys read and checked here.
+Status ParseAuthToken(const std::string& value, NodeConfig* c) {
+  if (value == "simple") return Status::Ok();
+  constexpr std::string_view kJwt = "jwt,";
+  if (!value.starts_with(kJwt)) {
+    return Status::InvalidArgument(
+        fmt::format("--auth-token {}: expected simple or jwt,<options>", value));
+  }
+  Result<JwtOptions> options = ParseJwtOptions(std::string_view(value).substr(kJwt.size()));
+  if (!options.ok()) return options.status().Annotate("--auth-token");
+  Result<std::unique_ptr<JwtTokens>> usable = JwtTokens::Create(*options);
+  if (!usable.ok()) return usable.status().Annotate("--auth-token");
+  c->auth_jwt = std::move(*options);
+  return Status::Ok();
 }
 
 Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
@@ -324,6 +360,7 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
                                           self->client, "--initial-cluster-clients"));
   }
   EPOCH_RETURN_IF_ERROR(CheckPeerTls(c));
+  EPOCH_RETURN_IF_ERROR(ParseAuthToken(f.auth_token, &c));
   return CheckClusterState(f.initial_cluster_state, c.data_dir);
 }
 

@@ -32,7 +32,7 @@ struct NodeFlags {
   int heartbeat_interval_ms = 0;  // etcd's --heartbeat-interval; 0 = --heartbeat-ticks
   int election_timeout_ms = 0;    // etcd's --election-timeout; 0 = --election-timeout-ticks
   std::string restore_snapshot;
-  std::string auth_token = "simple";  // --auth-token: only "simple" is served
+  std::string auth_token = "simple";  // --auth-token: simple, or jwt,<options> (jwt_tokens.h)
   std::string peer_dial_override;
   TlsFlags tls;
   std::string config_file;  // read by ResolveArgs (config_sources.h) before parsing

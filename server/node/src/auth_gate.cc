@@ -21,14 +21,28 @@ std::string CertificateCommonName(const grpc::ServerContext& ctx) {
 
 }  // namespace
 
-Result<AuthCaller> AuthGate::Caller(const grpc::ServerContext& ctx) const {
+std::int64_t UnixNowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<AuthCaller> AuthGate::Caller(const grpc::ServerContext& ctx) {
   AuthCaller caller{{}, store_.Auth()};
   if (!caller.state->enabled) return caller;
   const auto& metadata = ctx.client_metadata();
   auto token = metadata.find(grpc::string_ref(kTokenMetadata.data(), kTokenMetadata.size()));
   if (token != metadata.end()) {
-    std::optional<std::string> user = tokens_.Lookup(
-        std::string_view(token->second.data(), token->second.size()), store_.ClusterTimeMs());
+    const std::string_view text(token->second.data(), token->second.size());
+    if (jwt_) {
+      // Its user's permissions are read from the current state below, whatever auth revision
+      // the token was issued at.
+      Result<JwtClaims> claims = jwt_->Verify(text, UnixNowSeconds());
+      if (!claims.ok()) return claims.status();
+      caller.user = std::move(claims->username);
+      return caller;
+    }
+    std::optional<std::string> user = tokens_.Lookup(text, store_.ClusterTimeMs());
     if (!user) return etcd_errors::kInvalidAuthToken.ToStatus();
     caller.user = std::move(*user);
     return caller;

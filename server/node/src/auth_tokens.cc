@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
 
 namespace epoch::server {
@@ -35,14 +36,15 @@ void AuthTokens::OnApplied(const ApplyResult& result) {
   tokens_[auth.token()] = Entry{auth.user(), auth.expires_cluster_ms()};
 }
 
-std::optional<std::string> AuthTokens::Lookup(std::string_view token,
-                                              std::int64_t now_cluster_ms) const {
+std::optional<std::string> AuthTokens::Lookup(std::string_view token, std::int64_t now_cluster_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   auto found = tokens_.find(std::string(token));
   if (found == tokens_.end() || found->second.expires_cluster_ms <= now_cluster_ms) {
     return std::nullopt;
   }
-  return found->second.user;
+  Entry& entry = found->second;
+  entry.expires_cluster_ms = std::max(entry.expires_cluster_ms, now_cluster_ms + renew_ttl_ms_);
+  return entry.user;
 }
 
 std::size_t AuthTokens::size() const {

@@ -33,6 +33,19 @@ std::shared_ptr<grpc::ChannelCredentials> MemberCredentials(const NodeConfig& co
   return nullptr;
 }
 
+// The signer of --auth-token jwt. FinishNodeFlags created one from the same options (the key
+// files are read into them), so this cannot fail for a configuration that passed; a test's
+// configuration without jwt gets none.
+std::unique_ptr<JwtTokens> MakeJwt(const NodeConfig& config) {
+  if (!config.auth_jwt) return nullptr;
+  Result<std::unique_ptr<JwtTokens>> jwt = JwtTokens::Create(*config.auth_jwt);
+  if (!jwt.ok()) {
+    spdlog::critical("node={} --auth-token jwt: {}", config.name, jwt.status().ToString());
+    std::abort();
+  }
+  return std::move(*jwt);
+}
+
 }  // namespace
 
 NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& store,
@@ -47,7 +60,8 @@ NodeContext::NodeContext(const NodeConfig& config, RaftDriver& driver, KvStore& 
           *client_queue_, [this](NodeId id) { return ClientUrlOf(id); }, member_credentials_)),
       peer_forwarder_(peer_forwarder),
       timer_executor_(read_pool.get_executor()),
-      auth_(store, config.client_tls.server.client_cert_auth),
+      auth_(store, config.client_tls.server.client_cert_auth,
+            std::chrono::milliseconds(config.auth_token_ttl).count(), MakeJwt(config)),
       space_quota_(std::make_unique<SpaceQuota>(*this, config.SpaceQuotaBytes())) {}
 
 NodeContext::~NodeContext() = default;

@@ -12,9 +12,11 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "epoch/node/jwt_tokens.h"
 #include "epoch/raft/config.h"
 #include "epoch/rpc/tls.h"
 #include "epoch/snapshot/snapshot_options.h"
@@ -64,6 +66,15 @@ struct ClientTlsConfig {
     return listener < https.size() && https[listener];
   }
   [[nodiscard]] bool Any() const;
+};
+
+// Brute-force protection of Authenticate: a token bucket of failed attempts per user and per
+// client address (`burst` failures, one more every `refill`); a failure that empties a bucket
+// blocks its key for `refill`, doubled by each failure after it, at most `backoff_max`.
+struct AuthFailureLimits {
+  int burst = 5;
+  std::chrono::milliseconds refill{10'000};
+  std::chrono::milliseconds backoff_max{300'000};
 };
 
 struct NodeConfig {
@@ -122,9 +133,17 @@ struct NodeConfig {
   int grpc_threads = 1;
   ClientTlsConfig client_tls;
   // Auth (server/api AuthService): --auth-token-ttl, the life of a simple token on the cluster
-  // clock; --bcrypt-cost, the work of a password hash (server/api/src/auth_password.h).
+  // clock after its last use; --bcrypt-cost, the work of a password hash
+  // (server/api/src/auth_password.h).
   std::chrono::seconds auth_token_ttl{300};
   int bcrypt_cost = 10;
+  // Failed Authenticate attempts allowed per user and per client address (server/api/src/
+  // auth_failure_limiter.h): --auth-failure-burst, --auth-failure-refill-ms,
+  // --auth-failure-backoff-max-ms.
+  AuthFailureLimits auth_failure_limits;
+  // --auth-token jwt,...: signed tokens (epoch/node/jwt_tokens.h) instead of simple ones; the
+  // options were checked by JwtTokens::Create when the flags were read.
+  std::optional<JwtOptions> auth_jwt;
   // --keepalive-queue-max: keep-alive answers queued on one stream for a client that does not
   // read them; past it the stream ends with RESOURCE_EXHAUSTED (as etcd cuts slow readers).
   std::size_t keepalive_queue_max = 1024;
