@@ -129,6 +129,8 @@ bool PeerForwarder::Forwardable(const v1::InternalRequest& request) {
     case v1::InternalRequest::kCompaction:
     case v1::InternalRequest::kAlarm:
     case v1::InternalRequest::kMemberAttributes:
+    // Membership changes: the forwarding member checked the caller's permission (server/api).
+    case v1::InternalRequest::kMemberChange:
     // Auth changes: the forwarding member checked the caller's permission (server/api).
     case v1::InternalRequest::kAuthEnable:
     case v1::InternalRequest::kAuthDisable:
