@@ -7,23 +7,25 @@
 namespace epoch::raft {
 
 std::string EncodeConfChange(const ConfChange& change) {
-  std::string out(9, '\0');
+  std::string out(kConfChangeHeaderBytes + change.context.size(), '\0');
   out[0] = static_cast<char>(change.type);
   std::uint64_t id = change.node.value();
   for (int i = 0; i < 8; ++i) out[1 + i] = static_cast<char>((id >> (8 * i)) & 0xff);
+  std::copy(change.context.begin(), change.context.end(), out.begin() + kConfChangeHeaderBytes);
   return out;
 }
 
 std::optional<ConfChange> DecodeConfChange(std::string_view data) {
-  if (data.size() != 9) return std::nullopt;
+  if (data.size() < kConfChangeHeaderBytes) return std::nullopt;
   const auto type = static_cast<std::uint8_t>(data[0]);
-  if (type < 1 || type > 3) return std::nullopt;
+  if (type < 1 || type > 5) return std::nullopt;
   std::uint64_t id = 0;
   for (int i = 0; i < 8; ++i) {
     id |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(data[1 + i])) << (8 * i);
   }
   if (id == 0) return std::nullopt;
-  return ConfChange{static_cast<ConfChangeType>(type), NodeId(id)};
+  return ConfChange{static_cast<ConfChangeType>(type), NodeId(id),
+                    std::string(data.substr(kConfChangeHeaderBytes))};
 }
 
 namespace {
@@ -49,12 +51,15 @@ Result<ConfState> ApplyConfChange(const ConfState& conf, const ConfChange& chang
   const NodeId id = change.node;
   if (id == kNoNode) return Status::InvalidArgument("conf change names node 0");
   ConfState next = conf;
+  const bool member = IsVoter(conf, id) || IsLearner(conf, id);
   switch (change.type) {
     case ConfChangeType::kAddLearner:
-      if (IsVoter(conf, id) || IsLearner(conf, id)) {
-        return Status::InvalidArgument(fmt::format("node {} is already a member", id));
-      }
-      Insert(next.learners, id);
+    case ConfChangeType::kAddVoter:
+      if (member) return Status::InvalidArgument(fmt::format("node {} is already a member", id));
+      Insert(change.type == ConfChangeType::kAddVoter ? next.voters : next.learners, id);
+      return next;
+    case ConfChangeType::kUpdateNode:
+      if (!member) return Status::InvalidArgument(fmt::format("node {} is not a member", id));
       return next;
     case ConfChangeType::kPromoteLearner:
       if (!IsLearner(conf, id)) {

@@ -13,6 +13,8 @@ std::string_view ConfChangeName(ConfChangeType type) {
     case ConfChangeType::kAddLearner: return "add-learner";
     case ConfChangeType::kPromoteLearner: return "promote-learner";
     case ConfChangeType::kRemoveNode: return "remove-member";
+    case ConfChangeType::kAddVoter: return "add-voter";
+    case ConfChangeType::kUpdateNode: return "update-member";
   }
   return "unknown";
 }
@@ -112,14 +114,16 @@ void Raft::ApplyConfChangeEntry(const Entry& entry) {
   if (role_ != Role::kLeader) return;
   const NodeId node = change->node;
   switch (change->type) {
-    case ConfChangeType::kAddLearner: {
+    case ConfChangeType::kAddLearner:
+    case ConfChangeType::kAddVoter: {
       auto [it, inserted] = progress_.emplace(
           node,
           Progress(log_.LastIndex().Next(), config_.max_inflight_msgs, config_.max_inflight_bytes));
-      it->second.learner = true;
+      it->second.learner = change->type == ConfChangeType::kAddLearner;
       MaybeSendAppend(node, it->second, true);
       break;
     }
+    case ConfChangeType::kUpdateNode: return;
     case ConfChangeType::kPromoteLearner:
       if (auto it = progress_.find(node); it != progress_.end()) it->second.learner = false;
       break;

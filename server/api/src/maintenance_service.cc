@@ -1,13 +1,12 @@
 #include "epoch/api/maintenance_service.h"
 
-#include <fmt/format.h>
-
 #include <asio.hpp>
 #include <string_view>
 
 #include "epoch/etcd_errors.h"
 #include "epoch/rpc/grpc_util.h"
 #include "epoch/state/alarms.h"
+#include "epoch/state/member_table.h"
 #include "snapshot_service.h"
 
 namespace epoch::server {
@@ -108,7 +107,9 @@ rpc::UnaryReactor* MaintenanceService::MoveLeader(rpc::CallContext* ctx,
     reactor->Finish(ToGrpc(etcd_errors::kNotLeader));
     return reactor;
   }
-  if (!node_.config().FindMember(target)) {
+  const MemberTablePtr table = node_.store().MemberTable();
+  const v1::ClusterMember* member = FindTableMember(*table, request->targetid());
+  if (member == nullptr || member->removed() || member->is_learner()) {
     reactor->Finish(ToGrpc(etcd_errors::kBadLeaderTransferee));
     return reactor;
   }
@@ -159,74 +160,6 @@ rpc::WriteReactor<etcdserverpb::SnapshotResponse>* MaintenanceService::Snapshot(
   return StartSnapshotStream(node_, snapshots_, ctx, snapshot_message_bytes_);
 }
 
-rpc::UnaryReactor* ClusterService::MemberList(rpc::CallContext* ctx,
-                                              const etcdserverpb::MemberListRequest*,
-                                              etcdserverpb::MemberListResponse* response) {
-  for (const MemberInfo& m : node_.config().members) {
-    etcdserverpb::Member* member = response->add_members();
-    member->set_id(m.id.value());
-    member->set_name(m.name);
-    member->add_peerurls("http://" + m.peer.ToString());
-    for (const std::string& url : node_.ClientUrlsOf(m)) member->add_clienturls(url);
-  }
-  node_.FillHeader(response->mutable_header());
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
-}
-
-namespace {
-
-// etcd's checkMembershipOperationPermission: member changes are root only while auth is on.
-// The refused call's reactor, or nullptr when the caller may go on.
-rpc::UnaryReactor* RefuseUnlessRoot(NodeContext& node, rpc::CallContext* ctx) {
-  epoch::Status allowed = node.auth().AuthorizeAdmin(*ctx);
-  if (allowed.ok()) return nullptr;
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpc(allowed));
-  return reactor;
-}
-
-rpc::UnaryReactor* MembershipUnsupported(rpc::CallContext* ctx, std::string_view call) {
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status(
-      grpc::StatusCode::UNIMPLEMENTED,
-      fmt::format("epoch: {} is not supported yet: the voters are fixed by --initial-cluster "
-                  "(replace a failed member by restarting it with the same name and address)",
-                  call)));
-  return reactor;
-}
-
-}  // namespace
-
-rpc::UnaryReactor* ClusterService::MemberAdd(rpc::CallContext* ctx,
-                                             const etcdserverpb::MemberAddRequest*,
-                                             etcdserverpb::MemberAddResponse*) {
-  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
-  return MembershipUnsupported(ctx, "MemberAdd");
-}
-
-rpc::UnaryReactor* ClusterService::MemberRemove(rpc::CallContext* ctx,
-                                                const etcdserverpb::MemberRemoveRequest*,
-                                                etcdserverpb::MemberRemoveResponse*) {
-  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
-  return MembershipUnsupported(ctx, "MemberRemove");
-}
-
-rpc::UnaryReactor* ClusterService::MemberUpdate(rpc::CallContext* ctx,
-                                                const etcdserverpb::MemberUpdateRequest*,
-                                                etcdserverpb::MemberUpdateResponse*) {
-  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
-  return MembershipUnsupported(ctx, "MemberUpdate");
-}
-
-rpc::UnaryReactor* ClusterService::MemberPromote(rpc::CallContext* ctx,
-                                                 const etcdserverpb::MemberPromoteRequest*,
-                                                 etcdserverpb::MemberPromoteResponse*) {
-  if (rpc::UnaryReactor* refused = RefuseUnlessRoot(node_, ctx)) return refused;
-  return MembershipUnsupported(ctx, "MemberPromote");
-}
-
 void MaintenanceService::Register(rpc::Server& server) {
   using Async = etcdserverpb::Maintenance::AsyncService;
   // Root only while auth is on (etcd's authMaintenanceServer); Status is open to everyone.
@@ -265,28 +198,6 @@ void MaintenanceService::Register(rpc::Server& server) {
       this, &Async::RequestMoveLeader,
       admin([this](rpc::CallContext* c, const auto* q, auto* r) { return MoveLeader(c, q, r); }),
       {.pending = 2});
-}
-
-void ClusterService::Register(rpc::Server& server) {
-  using Async = etcdserverpb::Cluster::AsyncService;
-  server.Unary(this, &Async::RequestMemberAdd,
-               [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberAdd(c, q, r); },
-               {.pending = 1});
-  server.Unary(
-      this, &Async::RequestMemberRemove,
-      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberRemove(c, q, r); },
-      {.pending = 1});
-  server.Unary(
-      this, &Async::RequestMemberUpdate,
-      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberUpdate(c, q, r); },
-      {.pending = 1});
-  server.Unary(this, &Async::RequestMemberList,
-               [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberList(c, q, r); },
-               {.pending = 2});
-  server.Unary(
-      this, &Async::RequestMemberPromote,
-      [this](rpc::CallContext* c, const auto* q, auto* r) { return MemberPromote(c, q, r); },
-      {.pending = 1});
 }
 
 }  // namespace epoch::server

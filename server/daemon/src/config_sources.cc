@@ -41,7 +41,6 @@ const std::vector<EtcdOnlyKey>& EtcdOnlyKeys() {
       {"discovery-srv-name", {""}, false, "list every member in initial-cluster instead"},
       {"discovery-proxy", {""}, false, "list every member in initial-cluster instead"},
       {"discovery-fallback", {}, false, "used only with discovery"},
-      {"strict-reconfig-check", {}, false, "membership changes check quorum in every case"},
       {"enable-v2", {"false"}, false, "the v2 API is not served; set it to false"},
       {"enable-v2v3", {""}, false, "the v2 API is not served"},
       {"enable-pprof", {}, true, "epochd serves no Go profiling endpoints"},

@@ -12,6 +12,7 @@
 #include "disk_failpoint.h"
 #include "durability_watch.h"
 #include "epoch/api/auth_service.h"
+#include "epoch/api/cluster_service.h"
 #include "epoch/api/election_service.h"
 #include "epoch/api/kv_service.h"
 #include "epoch/api/lease_service.h"
@@ -43,8 +44,10 @@
 #include "executors.h"
 #include "grpc_metrics.h"
 #include "health_probes.h"
+#include "member_join.h"
 #include "metrics_http.h"
 #include "node_flags.h"
+#include "peer_membership.h"
 #include "peer_metrics.h"
 #include "process_metrics.h"
 #include "tls_flags.h"
@@ -69,8 +72,8 @@ constexpr std::size_t kFrameLengthBytes = 4;
 // Raft messages to peers through the codec and the TCP transport, counted in the peer metrics.
 class TransportSender final : public MessageSender {
  public:
-  TransportSender(PeerTransport& transport, PeerFrameGate& gate, PeerMetrics& metrics)
-      : transport_(transport), gate_(gate), metrics_(metrics) {}
+  TransportSender(PeerTransport& transport, PeerMembership& membership, PeerMetrics& metrics)
+      : transport_(transport), membership_(membership), metrics_(metrics) {}
   void Send(const raft::Message& m) override {
     std::string frame = EncodeFrame(m);
     metrics_.Sent(m.to, frame.size() + kFrameLengthBytes);
@@ -78,14 +81,13 @@ class TransportSender final : public MessageSender {
     metrics_.HeartbeatSent(m.to, m.round, std::chrono::steady_clock::now());
     transport_.Send(m.to, std::move(frame), [this] { metrics_.HeartbeatSendFailed(); });
   }
-  // Membership changes at run time are not supported: the initial cluster is connected at
-  // start, and a conf change is refused by the services. Frames are accepted only from the
-  // applied configuration's members.
-  void OnMembership(const raft::ConfState& conf) override { gate_.SetMembers(conf); }
+  // Frames are accepted only from the applied configuration's members; new members are dialled,
+  // removed ones dropped.
+  void OnMembership(const raft::ConfState& conf) override { membership_.Apply(conf); }
 
  private:
   PeerTransport& transport_;
-  PeerFrameGate& gate_;
+  PeerMembership& membership_;
   PeerMetrics& metrics_;
 };
 
@@ -130,7 +132,26 @@ class EpochNode::Impl {
   Status Open();
   void Wait() {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return stopped_; });
+    cv_.wait(lock, [this] { return stopped_ || removed_; });
+  }
+  // This member applied its own removal: it stops serving (Wait returns) and epochd exits 1 —
+  // after kRemovedLinger, so that the answer to the removal (a leader removing itself answers
+  // it) and the leadership hand-over leave first.
+  static constexpr auto kRemovedLinger = std::chrono::seconds(1);
+  void OnRemoved() {
+    spdlog::critical("node={} id={:x} was removed from the cluster: stopping", config_.name,
+                     config_.self_id());
+    auto timer = std::make_shared<asio::steady_timer>(executors_.loop(Executors::Loop::kPeer),
+                                                      kRemovedLinger);
+    timer->async_wait([this, timer](std::error_code) {
+      std::lock_guard lock(mu_);
+      removed_ = true;
+      cv_.notify_all();
+    });
+  }
+  bool Removed() {
+    std::lock_guard lock(mu_);
+    return removed_;
   }
   void Shutdown();
   void Http(const std::string& path, MetricsHttp::Respond respond);
@@ -159,6 +180,7 @@ class EpochNode::Impl {
   std::unique_ptr<PeerMetrics> peer_metrics_;
   std::unique_ptr<PeerFrameGate> peer_gate_;
   std::unique_ptr<PeerTransport> transport_;
+  std::unique_ptr<PeerMembership> membership_;
   std::unique_ptr<TransportSender> sender_;
   std::unique_ptr<DurabilityWatch> durability_;  // the driver's view of the WAL, timed
   std::unique_ptr<RaftDriver> driver_;
@@ -193,6 +215,7 @@ class EpochNode::Impl {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;  // guarded by mu_
+  bool removed_ = false;  // guarded by mu_
 
  private:
   Status OpenStorage();
@@ -259,6 +282,11 @@ Status EpochNode::Impl::OpenStorage() {
   auto store = KvStore::Open(config_.data_dir + "/kv", store_options);
   if (!store.ok()) return store.status().Annotate("open state machine");
   store_ = std::move(*store);
+  // The initial cluster's member table, unless the store has one (the log changes it after). A
+  // member that joined gets the table with the leader's snapshot.
+  if (!config_.joined) {
+    EPOCH_RETURN_IF_ERROR(store_->SeedMemberTable(InitialMemberTableOf(config_)));
+  }
   state_machine_ = std::make_unique<KvStateMachine>(*store_);
   recipe_feed_ = std::make_unique<RecipeEventFeed>();
   return Bootstrap();
@@ -273,6 +301,12 @@ Status EpochNode::Impl::Bootstrap() {
     spdlog::info("node={} restarting: term={} commit={} last_index={} applied={}", config_.name,
                  wal_->InitialHardState().term, wal_->InitialHardState().commit, wal_->LastIndex(),
                  store_->AppliedIndex());
+    return Status::Ok();
+  }
+  if (config_.joined) {
+    // raft::BootstrapSnapshot's other case: an empty log, filled by the leader's snapshot.
+    spdlog::info("node={} joining with an empty log: waiting for the leader's snapshot",
+                 config_.name);
     return Status::Ok();
   }
   std::vector<NodeId> voters;
@@ -311,6 +345,9 @@ void EpochNode::Impl::BuildReplication() {
   topts.max_inbound_per_address = config_.peer_limits.max_connections_per_address;
   topts.drops = &peer_drops_;
   topts.tls = peer_tls_;
+  topts.answer_join = [this](const raftpb::JoinRequest& request) {
+    return AnswerJoin(config_, *store_, request).SerializeAsString();
+  };
   topts.member_name = [this](NodeId id) {
     const MemberInfo* m = config_.FindMember(id);
     return m == nullptr ? std::string() : m->name;
@@ -325,7 +362,9 @@ void EpochNode::Impl::BuildReplication() {
         driver_->Unreachable(peer);
         peer_forwarder_->PeerLost(peer);
       });
-  sender_ = std::make_unique<TransportSender>(*transport_, *peer_gate_, *peer_metrics_);
+  membership_ = std::make_unique<PeerMembership>(config_, *store_, *transport_, *peer_gate_,
+                                                 [this] { OnRemoved(); });
+  sender_ = std::make_unique<TransportSender>(*transport_, *membership_, *peer_metrics_);
 
   RaftDriverOptions dopts;
   dopts.raft = config_.raft;
@@ -427,10 +466,7 @@ Status EpochNode::Impl::StartServing() {
   executors_.Start();
   EPOCH_RETURN_IF_ERROR(snapshots_->Start());
   EPOCH_RETURN_IF_ERROR(transport_->Start());
-  for (const MemberInfo& m : config_.members) {
-    const HostPort& dial = config_.PeerDialAddress(m);
-    if (m.id != config_.self_id()) transport_->SetPeer(m.id, {dial.host, dial.port});
-  }
+  membership_->Start();
   context_->Start();
   health_ = std::make_unique<HealthProbes>(executors_.loop(Executors::Loop::kPeer), *driver_,
                                            *store_, *durability_,
@@ -456,6 +492,9 @@ Status EpochNode::Impl::StartServing() {
   }
   DriverHooks hooks = lease_manager_->Hooks();
   hooks.snapshots = snapshots_.get();
+  hooks.member_change = [this](const v1::InternalRequest& request, const raft::NodeStatus& leader) {
+    return PlanChange(config_, *store_, request, leader);
+  };
   driver_->Start(std::move(hooks));
   return Status::Ok();
 }
@@ -638,6 +677,10 @@ EpochNode::~EpochNode() { Shutdown(); }
 
 Result<std::unique_ptr<EpochNode>> EpochNode::Start(NodeConfig config) {
   EPOCH_RETURN_IF_ERROR(PrepareClientTls(config));
+  EPOCH_RETURN_IF_ERROR(PrepareDataDir(config.data_dir));
+  std::error_code ec;
+  const bool fresh = std::filesystem::is_empty(config.data_dir + "/wal", ec) || ec;
+  EPOCH_RETURN_IF_ERROR(PrepareMembership(&config, fresh));
   auto impl = std::make_unique<Impl>(std::move(config));
   Status s = impl->Open();
   if (!s.ok()) {
@@ -648,6 +691,7 @@ Result<std::unique_ptr<EpochNode>> EpochNode::Start(NodeConfig config) {
 }
 
 void EpochNode::Wait() { impl_->Wait(); }
+bool EpochNode::Removed() const { return impl_->Removed(); }
 void EpochNode::Shutdown() { impl_->Shutdown(); }
 bool EpochNode::JoinedAndApplied() const {
   const DriverStatus s = impl_->driver_->status();

@@ -108,5 +108,9 @@ int main(int argc, char** argv) {
   // Wake the signal waiter if we stopped for another reason.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if ((*node)->Removed()) {
+    std::cerr << "epochd: member " << config.name << " was removed from the cluster\n";
+    return 1;
+  }
   return 0;
 }

@@ -53,18 +53,16 @@ Status SetOwnClientAddress(const NodeFlags& f, NodeConfig* c) {
   return Status::Ok();
 }
 
-// "existing" is what etcd operators pass when a member restarts; Epoch cannot join a running
-// cluster yet (no Cluster.MemberAdd), so it is accepted only for a member that has its state.
-Status CheckClusterState(const std::string& state, const std::string& data_dir) {
+// "existing" on a data directory without state joins the running cluster the member was added
+// to (daemon/src/member_join.h); on one with state it is a restart, as "new" is.
+Status CheckClusterState(const std::string& state, NodeConfig* config) {
   if (state != "existing") return Status::Ok();
   std::error_code ec;
-  const bool has_state = std::filesystem::is_directory(data_dir + "/wal", ec) &&
-                         !std::filesystem::is_empty(data_dir + "/wal", ec);
-  if (has_state) return Status::Ok();
-  return Status::InvalidArgument(fmt::format(
-      "--initial-cluster-state existing: {} holds no member state, and joining a running "
-      "cluster (etcd's member add) is not supported yet; bootstrap every member with 'new'",
-      data_dir));
+  const std::string wal = config->data_dir + "/wal";
+  const bool has_state =
+      std::filesystem::is_directory(wal, ec) && !std::filesystem::is_empty(wal, ec);
+  config->join_existing = !has_state;
+  return Status::Ok();
 }
 
 // etcd's peer TLS flags (server/peer/README.md "Peer TLS").
@@ -150,8 +148,8 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
       "--initial-advertise-peer-urls", f.advertise_peer,
       "This member's peer address (etcd's flag; must match its --initial-cluster entry)");
   app.add_option("--initial-cluster-state", f.initial_cluster_state,
-                 "new (bootstrap) or existing (restart of a member whose --data-dir holds its "
-                 "state; joining a running cluster is not supported yet)")
+                 "new (bootstrap) or existing (join the running cluster this member was added "
+                 "to with etcdctl member add; a restart when --data-dir holds its state)")
       ->check(CLI::IsMember({"new", "existing"}));
   app.add_option("--tick-ms", f.tick_ms, "Raft tick period in milliseconds")
       ->check(CLI::Range(1, 1000));
@@ -260,6 +258,9 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
       ->check(CLI::Range(std::int64_t{100}, std::int64_t{3'600'000}));
   app.add_flag("--enable-failpoints", c.enable_failpoints,
                "Serve /failpoint/... on the metrics listener (chaos tests; server/README.md)");
+  app.add_flag("--strict-reconfig-check", c.strict_reconfig_check,
+               "Refuse a membership change after which fewer than a quorum of the voters have "
+               "started (etcd's flag, default true; --strict-reconfig-check=false to allow)");
   AddTlsFlags(app, f.tls, c.client_tls);
   app.add_option("--auth-token", f.auth_token,
                  "Token kind of the Auth service (etcd's flag): simple (random tokens that "
@@ -361,7 +362,7 @@ Status FinishNodeFlags(const NodeFlags& f, NodeConfig& c) {
   }
   EPOCH_RETURN_IF_ERROR(CheckPeerTls(c));
   EPOCH_RETURN_IF_ERROR(ParseAuthToken(f.auth_token, &c));
-  return CheckClusterState(f.initial_cluster_state, c.data_dir);
+  return CheckClusterState(f.initial_cluster_state, &c);
 }
 
 }  // namespace epoch::server

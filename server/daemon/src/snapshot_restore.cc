@@ -11,6 +11,7 @@
 #include "epoch/state/kv_store.h"
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
+#include "peer_membership.h"
 
 namespace epoch::server {
 namespace {
@@ -50,6 +51,10 @@ Result<RestoreResult> Restore(const std::string& archive_path, const NodeConfig&
           fmt::format("the snapshot's state machine is at applied index {} but its header says {}",
                       (*store)->AppliedIndex(), header->applied_index));
     }
+    // The new cluster's members, not the ones of the cluster the snapshot came from.
+    EPOCH_RETURN_IF_ERROR((*store)->ReplaceMemberTable(InitialMemberTableOf(config)));
+    Result<LogIndex> flushed = (*store)->Flush();
+    if (!flushed.ok()) return flushed.status().Annotate("flush the restored state machine");
   }
   RestoreResult result;
   result.archive = *header;

@@ -91,6 +91,7 @@ NodeId MemberIdFor(std::string_view cluster_token, std::string_view name) {
 }
 
 std::uint64_t NodeConfig::cluster_id() const {
+  if (joined_cluster_id != 0) return joined_cluster_id;
   // Every member's peer address is mixed in, as etcd mixes peer URLs into its IDs: two clusters
   // with the same names and token on one machine listen on different ports, so their IDs differ
   // and each refuses the other's peers. Members are listed in name order (ParseInitialCluster),

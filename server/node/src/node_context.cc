@@ -114,6 +114,10 @@ void NodeContext::WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
 }
 
 void NodeContext::ReadBarrier(bool serializable, ReadyCallback done, bool cheap) {
+  // A member that joined serves nothing before its snapshot brought the cluster's data.
+  if (config_.joined && store_.AppliedIndex() == LogIndex(0)) {
+    return done(etcd_errors::kNotCapable.ToStatus("this member has not received the data yet"));
+  }
   // A serializable read, or a linearizable one the leader's lease covers (checked here, off the
   // Raft strand), needs no wait: a cheap one is served on the calling thread, others on the
   // read pool so that a large range does not hold a gRPC thread.
@@ -145,13 +149,14 @@ std::vector<std::string> NodeContext::ClientUrlsOf(const MemberInfo& member) con
 }
 
 std::string NodeContext::ClientUrlOf(NodeId id) const {
-  // On every forwarded lease call: no copy of the URL list.
-  const MemberInfo* member = config_.FindMember(id);
-  if (member == nullptr) return "";
+  // On every forwarded lease call: no copy of the URL list. Members added at run time are
+  // known only by what they published.
   std::shared_ptr<const PublishedMembers> published = store_.Members();
   if (const PublishedMember* p = FindPublished(*published, id.value())) {
     return p->client_urls.front();
   }
+  const MemberInfo* member = config_.FindMember(id);
+  if (member == nullptr) return "";
   if (member->client.port == 0) return "";
   return (config_.client_tls.Https(0) ? "https://" : "http://") + member->client.ToString();
 }

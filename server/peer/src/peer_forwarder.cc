@@ -131,6 +131,8 @@ bool PeerForwarder::Forwardable(const v1::InternalRequest& request) {
     case v1::InternalRequest::kMemberAttributes:
     // A client's lease revoke: stamped with the caller and the auth revision, checked at apply.
     case v1::InternalRequest::kLeaseRevoke:
+    // Membership changes: the forwarding member checked the caller's permission (server/api).
+    case v1::InternalRequest::kMemberChange:
     // Auth changes: the forwarding member checked the caller's permission (server/api).
     case v1::InternalRequest::kAuthEnable:
     case v1::InternalRequest::kAuthDisable:

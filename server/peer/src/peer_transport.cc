@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "epoch/byte_coding.h"
+#include "epoch/peer/peer_join.h"
 
 namespace epoch::server {
 namespace {
@@ -518,7 +519,8 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
   }
 
   bool CheckFrameSize(std::uint32_t size) const {
-    if (!hello_seen_ && size != kHelloBytes) {
+    const bool join = owner_.options_.answer_join && size <= kMaxJoinFrameBytes;
+    if (!hello_seen_ && size != kHelloBytes && !join) {
       spdlog::warn(
           "transport: node={:x} rejecting a connection whose first frame ({} bytes) is not a "
           "hello",
@@ -537,7 +539,33 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
     return true;
   }
 
+  // A join handshake (peer_join.h): one answer, written before the connection closes. The answer
+  // is small and the socket fresh, so the blocking write returns at once.
+  void AnswerJoin(const raftpb::JoinRequest& request) {
+    hello_timer_.cancel();
+    const std::string answer = owner_.options_.answer_join(request);
+    std::string framed;
+    PutBigEndian32(&framed, static_cast<std::uint32_t>(answer.size()));
+    framed += answer;
+    std::error_code ec;
+    if (tls_) {
+      asio::write(*tls_, asio::buffer(framed), ec);
+    } else {
+      asio::write(socket_, asio::buffer(framed), ec);
+    }
+    spdlog::info("transport: node={:x} answered a join request from {} (name '{}'){}",
+                 owner_.options_.self, address_.to_string(), request.name(),
+                 ec ? ": " + ec.message() : "");
+  }
+
   bool OnFrame(std::string body) {
+    if (!hello_seen_ && owner_.options_.answer_join) {
+      raftpb::JoinRequest join;
+      if (DecodeJoinRequest(body, &join)) {
+        AnswerJoin(join);
+        return false;
+      }
+    }
     if (!hello_seen_) {
       if (body.size() != kHelloBytes ||
           std::string_view(body).substr(0, kHelloMagic.size()) != kHelloMagic) {

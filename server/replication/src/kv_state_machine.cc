@@ -4,12 +4,25 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "epoch/raft/conf_change.h"
 
 namespace epoch::server {
 namespace {
 
+// The serialized v1::InternalRequest an entry carries: a kNormal entry's data, a kConfChange
+// entry's context (a membership change, epoch/state/member_table.h); empty for none.
+std::string RequestBytes(const raft::Entry& e) {
+  if (e.type == raft::EntryType::kNormal) return e.data;
+  std::optional<raft::ConfChange> change = raft::DecodeConfChange(e.data);
+  return change ? std::move(change->context) : std::string();
+}
+
 bool CarriesRequest(const raft::Entry& e) {
-  return e.type == raft::EntryType::kNormal && !e.data.empty();
+  if (e.type == raft::EntryType::kNormal) return !e.data.empty();
+  return e.data.size() > raft::kConfChangeHeaderBytes;
 }
 
 [[noreturn]] void StorageFailure(const Status& s, LogIndex index) {
@@ -50,7 +63,7 @@ void KvStateMachine::ApplyRun(std::span<const raft::Entry> entries, std::size_t 
   for (std::size_t k = begin; k < end; ++k) {
     requests[k - begin] = google::protobuf::Arena::CreateMessage<v1::InternalRequest>(&arena);
     v1::InternalRequest& request = *requests[k - begin];
-    if (!request.ParseFromString(entries[k].data)) {
+    if (!request.ParseFromString(RequestBytes(entries[k]))) {
       // Every replica fails to parse the same bytes, so an empty request applies identically
       // (KvStore answers it with an error) and the log stays usable.
       spdlog::error("entry {} carries an unparsable request", entries[k].index);

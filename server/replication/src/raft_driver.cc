@@ -140,8 +140,18 @@ void RaftDriver::Propose(v1::InternalRequest request, ProposeCallback done) {
 void RaftDriver::FlushProposals() {
   flush_scheduled_ = false;
   if (proposal_batch_.empty()) return;
-  auto batch = std::move(proposal_batch_);
+  auto all = std::move(proposal_batch_);
   proposal_batch_.clear();
+  decltype(all) batch;
+  batch.reserve(all.size());
+  for (auto& [request, done] : all) {
+    if (request.has_member_change()) {
+      ProposeMemberChange(std::move(request), std::move(done));
+    } else {
+      batch.emplace_back(std::move(request), std::move(done));
+    }
+  }
+  if (batch.empty()) return;
   std::vector<std::string> commands;
   commands.reserve(batch.size());
   for (auto& [request, done] : batch) {
@@ -150,11 +160,7 @@ void RaftDriver::FlushProposals() {
   }
   raft::ProposeResult result = node_->Propose(std::move(commands));
   if (!result.ok()) {
-    Status status =
-        result.error == raft::ProposeError::kNotLeader
-            ? (result.leader_hint == raft::kNoNode ? NoLeader()
-                                                   : etcd_errors::kNotLeader.ToStatus())
-            : etcd_errors::kProposalDropped.ToStatus(raft::ProposeErrorName(result.error));
+    Status status = ProposeFailure(result);
     for (auto& [request, done] : batch) done(status, {});
     counters_.proposals_failed += batch.size();
     return;
@@ -164,6 +170,37 @@ void RaftDriver::FlushProposals() {
     pending_proposals_.emplace(index, PendingProposal{result.term, std::move(done)});
     ++index;
   }
+  MaybeHandleReady();
+}
+
+Status RaftDriver::ProposeFailure(const raft::ProposeResult& result) {
+  switch (result.error) {
+    case raft::ProposeError::kNotLeader:
+      return result.leader_hint == raft::kNoNode ? NoLeader() : etcd_errors::kNotLeader.ToStatus();
+    case raft::ProposeError::kLearnerNotCaughtUp: return etcd_errors::kLearnerNotReady.ToStatus();
+    default: return etcd_errors::kProposalDropped.ToStatus(raft::ProposeErrorName(result.error));
+  }
+}
+
+// A membership change is one kConfChange entry whose context is the request itself, so the
+// Raft configuration and the member table change in the same entry (member_change_plan.h).
+void RaftDriver::ProposeMemberChange(v1::InternalRequest request, ProposeCallback done) {
+  if (!hooks_.member_change) {
+    return done(Status::FailedPrecondition("epoch: membership changes are not served here"), {});
+  }
+  if (hooks_.stamp) hooks_.stamp(request);
+  Result<raft::ConfChange> change = hooks_.member_change(request, node_->Status());
+  if (!change.ok()) {
+    ++counters_.proposals_failed;
+    return done(change.status(), {});
+  }
+  change->context = request.SerializeAsString();
+  raft::ProposeResult result = node_->ProposeConfChange(*change);
+  if (!result.ok()) {
+    ++counters_.proposals_failed;
+    return done(ProposeFailure(result), {});
+  }
+  pending_proposals_.emplace(result.first_index, PendingProposal{result.term, std::move(done)});
   MaybeHandleReady();
 }
 

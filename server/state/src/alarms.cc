@@ -43,6 +43,8 @@ std::size_t SpaceCost(const v1::InternalRequest& request) {
     case v1::InternalRequest::kJobRelease:
     case v1::InternalRequest::kAlarm:
     case v1::InternalRequest::kMemberAttributes:
+    // Membership changes stay possible under the alarm (replacing a member frees no space).
+    case v1::InternalRequest::kMemberChange:
     // The auth store is small and stays writable under the alarm, as etcd's.
     case v1::InternalRequest::kAuthEnable:
     case v1::InternalRequest::kAuthDisable:

@@ -9,6 +9,7 @@
 #include "epoch/state/alarms.h"
 #include "epoch/state/auth_state.h"
 #include "epoch/state/kv_validation.h"
+#include "epoch/state/member_table.h"
 #include "epoch/state/published_members.h"
 #include "idempotency.h"
 #include "kv_apply.h"
@@ -228,6 +229,13 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
       out->status = ValidateMemberAttributes(req.member_attributes());
       if (!out->status.ok()) return Status::Ok();
       meta->members = WithMember(*meta->members, req.member_attributes());
+      return Status::Ok();
+    case InternalRequest::kMemberChange:
+      // Only ever the context of a kConfChange entry the Raft core applied by the same rules.
+      out->status = MemberChangeApplies(*meta->member_table, req.member_change());
+      if (!out->status.ok()) return Status::Ok();
+      meta->member_table = WithMemberChange(*meta->member_table, req.member_change());
+      *out->response.mutable_member_change()->mutable_members() = meta->member_table->members();
       return Status::Ok();
     case InternalRequest::kJobAcquire:
     case InternalRequest::kJobRelease:

@@ -53,6 +53,8 @@ inline constexpr std::string_view kMetaAlarms = "alarms";
 inline constexpr std::string_view kMetaMembers = "members";
 // epoch.v1.StoredAuth; absent = auth off, no users or roles.
 inline constexpr std::string_view kMetaAuth = "auth";
+// epoch.v1.StoredMemberTable (epoch/state/member_table.h); absent until the node seeds it.
+inline constexpr std::string_view kMetaMemberTable = "member_table";
 
 // The user-key interval of a RangeRequest/DeleteRangeRequest/Compare (etcd's range_end rules).
 struct KeyRange {

@@ -87,6 +87,12 @@ Status PutMeta(rocksdb::WriteBatchWithIndex* batch, const KvStore::Meta& meta,
     EPOCH_RETURN_IF_ERROR(
         FromRocks(batch->Put(MetaKey(kMetaMembers), members.SerializeAsString()), "write members"));
   }
+  if (stored == nullptr ? meta.member_table->members_size() > 0
+                        : stored->member_table != meta.member_table) {
+    EPOCH_RETURN_IF_ERROR(
+        FromRocks(batch->Put(MetaKey(kMetaMemberTable), meta.member_table->SerializeAsString()),
+                  "write member table"));
+  }
   if (stored == nullptr ? meta.auth->revision != AuthState{}.revision : stored->auth != meta.auth) {
     EPOCH_RETURN_IF_ERROR(
         FromRocks(batch->Put(MetaKey(kMetaAuth), ToStoredAuth(*meta.auth).SerializeAsString()),
@@ -119,6 +125,17 @@ Result<std::shared_ptr<const PublishedMembers>> LoadMembers(rocksdb::DB* db) {
         PublishedMember{a.id(), a.name(), {a.client_urls().begin(), a.client_urls().end()}});
   }
   return std::shared_ptr<const PublishedMembers>(std::move(out));
+}
+
+// The member table recorded in `db` (empty when the key is absent).
+Result<MemberTablePtr> LoadMemberTable(rocksdb::DB* db) {
+  auto table = std::make_shared<v1::StoredMemberTable>();
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), MetaKey(kMetaMemberTable), &value);
+  if (s.IsNotFound()) return MemberTablePtr(std::move(table));
+  if (!s.ok()) return FromRocks(s, "read member table");
+  if (!table->ParseFromString(value)) return Status::Corruption("undecodable member table record");
+  return MemberTablePtr(std::move(table));
 }
 
 // The auth state recorded in `db` (auth off, no users, when the key is absent).
@@ -199,6 +216,9 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
   Result<std::shared_ptr<const PublishedMembers>> members = LoadMembers(db);
   if (!members.ok()) return members.status();
   meta.members = std::move(*members);
+  Result<MemberTablePtr> member_table = LoadMemberTable(db);
+  if (!member_table.ok()) return member_table.status();
+  meta.member_table = std::move(*member_table);
   Result<AuthStatePtr> auth = LoadAuth(db);
   if (!auth.ok()) return auth.status();
   meta.auth = std::move(*auth);
@@ -569,6 +589,23 @@ std::vector<StoreAlarm> KvStore::Alarms() const {
 std::shared_ptr<const PublishedMembers> KvStore::Members() const {
   std::lock_guard<std::mutex> lock(mu_);
   return meta_.members;
+}
+
+MemberTablePtr KvStore::MemberTable() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return meta_.member_table;
+}
+
+Status KvStore::SeedMemberTable(MemberTablePtr table) {
+  if (meta_.member_table->members_size() > 0) return Status::Ok();
+  return ReplaceMemberTable(std::move(table));
+}
+
+Status KvStore::ReplaceMemberTable(MemberTablePtr table) {
+  Meta meta = meta_;
+  meta.member_table = std::move(table);
+  rocksdb::WriteBatchWithIndex batch;
+  return WriteBatchAndPublish(&batch, meta);
 }
 
 AuthStatePtr KvStore::Auth() const {

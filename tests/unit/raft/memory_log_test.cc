@@ -73,11 +73,16 @@ TEST_CASE("memory log: compaction and snapshot install", "[raft][memlog]") {
 }
 
 TEST_CASE("conf change: encoding round trip and malformed input", "[raft][confchange]") {
-  for (ConfChangeType type : {ConfChangeType::kAddLearner, ConfChangeType::kPromoteLearner,
-                              ConfChangeType::kRemoveNode}) {
+  for (ConfChangeType type :
+       {ConfChangeType::kAddLearner, ConfChangeType::kPromoteLearner, ConfChangeType::kRemoveNode,
+        ConfChangeType::kAddVoter, ConfChangeType::kUpdateNode}) {
     ConfChange change{type, NodeId(0x0102030405060708ULL)};
     std::string data = EncodeConfChange(change);
     CHECK(data.size() == 9);
+    CHECK(DecodeConfChange(data) == change);
+    change.context = std::string("ctx\0bytes", 9);
+    data = EncodeConfChange(change);
+    CHECK(data.size() == 18);
     CHECK(DecodeConfChange(data) == change);
   }
   CHECK_FALSE(DecodeConfChange(""));
@@ -104,6 +109,13 @@ TEST_CASE("conf change: apply rules", "[raft][confchange]") {
   CHECK(removed->voters == std::vector<NodeId>{Id(1), Id(3)});
   CHECK_FALSE(ApplyConfChange(ConfState{{Id(1)}, {}}, {ConfChangeType::kRemoveNode, Id(1)}).ok());
   CHECK_FALSE(ApplyConfChange(conf, {ConfChangeType::kRemoveNode, Id(9)}).ok());
+  auto voter = ApplyConfChange(conf, {ConfChangeType::kAddVoter, Id(3)});
+  REQUIRE(voter.ok());
+  CHECK(voter->voters == std::vector<NodeId>{Id(1), Id(2), Id(3)});
+  CHECK_FALSE(ApplyConfChange(*added, {ConfChangeType::kAddVoter, Id(3)}).ok());
+  CHECK(ApplyConfChange(conf, {ConfChangeType::kUpdateNode, Id(2)}).ok());
+  CHECK(*ApplyConfChange(conf, {ConfChangeType::kUpdateNode, Id(2)}) == conf);
+  CHECK_FALSE(ApplyConfChange(conf, {ConfChangeType::kUpdateNode, Id(9)}).ok());
   CHECK(BootstrapSnapshot({Id(2), Id(1), Id(2)}).conf.voters == std::vector<NodeId>{Id(1), Id(2)});
 }
 

@@ -74,6 +74,54 @@ TEST_CASE("promote learner: only once caught up, then it counts toward the quoru
   CHECK(c.node(1).commit_index() >= r.last_index);
 }
 
+TEST_CASE("add voter: it joins from a snapshot and counts toward the quorum at once",
+          "[raft][membership]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  c.AddEmptyNode(4);
+  REQUIRE(c.node(1).ProposeConfChange(Change(ConfChangeType::kAddVoter, 4)).ok());
+  c.Run(10);
+  for (std::uint64_t id = 1; id <= 4; ++id) {
+    CAPTURE(id);
+    CHECK(c.node(id).conf_state().voters.size() == 4);
+    CHECK(c.node(id).conf_state().learners.empty());
+  }
+  CHECK(c.log(4).LastSnapshot().index == kBootstrapIndex);
+  CHECK_FALSE(c.node(4).IsLearner());
+  CHECK(c.node(1).ProposeConfChange(Change(ConfChangeType::kAddVoter, 4)).error ==
+        ProposeError::kInvalidConfChange);
+  // Leader 1 with 4 alone is not a quorum of four; with 3 back it is.
+  c.Isolate(2);
+  c.Isolate(3);
+  auto r = c.node(1).Propose({"needs-three"});
+  REQUIRE(r.ok());
+  c.Run(2);
+  CHECK(c.node(1).commit_index() < r.last_index);
+  c.Heal();
+  c.Isolate(2);
+  c.Run(4);
+  CHECK(c.node(1).commit_index() >= r.last_index);
+  CHECK(c.node(4).commit_index() >= r.last_index);
+}
+
+TEST_CASE("update node: the context travels with the entry, the configuration stays",
+          "[raft][membership]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  ConfChange update{ConfChangeType::kUpdateNode, Id(2), "new-peer-urls"};
+  auto r = c.node(1).ProposeConfChange(update);
+  REQUIRE(r.ok());
+  c.Run(3);
+  CHECK(c.node(1).conf_state().voters.size() == 3);
+  bool seen = false;
+  for (const Entry& e : c.at(3).applied) {
+    if (e.index == r.last_index) seen = DecodeConfChange(e.data) == update;
+  }
+  CHECK(seen);
+  CHECK(c.node(1).ProposeConfChange(Change(ConfChangeType::kUpdateNode, 9)).error ==
+        ProposeError::kInvalidConfChange);
+}
+
 TEST_CASE("one change at a time, invalid changes refused", "[raft][membership]") {
   TestCluster c(3);
   CHECK(c.node(1).ProposeConfChange(Change(ConfChangeType::kAddLearner, 4)).error ==

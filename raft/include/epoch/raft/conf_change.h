@@ -27,23 +27,29 @@ enum class ConfChangeType : std::uint8_t {
   kAddLearner = 1,      // add a non-voting member that receives the log
   kPromoteLearner = 2,  // make a caught-up learner a voter
   kRemoveNode = 3,      // remove a voter or a learner (possibly the leader itself)
+  kAddVoter = 4,        // add a voter directly (etcd's MemberAdd without is_learner)
+  kUpdateNode = 5,      // the configuration is unchanged; the context carries the change
 };
 
 struct ConfChange {
   ConfChangeType type = ConfChangeType::kAddLearner;
   NodeId node;
+  // Opaque to the core (etcd's ConfChange.Context): the server carries its member-table change
+  // here so that it applies with the configuration change, in the same entry.
+  std::string context{};
 
   friend bool operator==(const ConfChange&, const ConfChange&) = default;
 };
 
-// Fixed 9-byte little-endian encoding: type (1 byte), node id (8 bytes).
+// Little-endian: type (1 byte), node id (8 bytes), then the context bytes (possibly none).
+inline constexpr std::size_t kConfChangeHeaderBytes = 9;
 [[nodiscard]] std::string EncodeConfChange(const ConfChange& change);
 // std::nullopt on a malformed encoding.
 [[nodiscard]] std::optional<ConfChange> DecodeConfChange(std::string_view data);
 
 // The configuration after applying `change` to `conf`, or InvalidArgument naming why it cannot
-// apply (adding an existing member, promoting a non-learner, removing a non-member, removing
-// the last voter). Voters and learners stay sorted.
+// apply (adding an existing member, promoting a non-learner, removing or updating a non-member,
+// removing the last voter). Voters and learners stay sorted.
 [[nodiscard]] Result<ConfState> ApplyConfChange(const ConfState& conf, const ConfChange& change);
 
 [[nodiscard]] bool IsVoter(const ConfState& conf, NodeId id);

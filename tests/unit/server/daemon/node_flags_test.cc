@@ -205,10 +205,13 @@ TEST_CASE("flags: advertised addresses must be the member's own", "[server][conf
   CHECK(junk.finished.message().find("--advertise-client-urls") != std::string::npos);
 }
 
-TEST_CASE("flags: 'existing' only for a member that has its state", "[server][config][flags]") {
+TEST_CASE("flags: 'existing' joins on an empty data directory, restarts on one with state",
+          "[server][config][flags]") {
   Parsed fresh = Parse(With(BaseArgs(), {"--initial-cluster-state", "existing"}));
   REQUIRE(fresh.parsed);
-  CHECK(fresh.finished.message().find("joining a running cluster") != std::string::npos);
+  CHECK(fresh.finished.ok());
+  CHECK(fresh.config.join_existing);
+  CHECK_FALSE(Parse(BaseArgs()).config.join_existing);
 
   const std::string dir = std::filesystem::temp_directory_path() / "epoch-flags-test-existing";
   std::filesystem::remove_all(dir);
@@ -217,6 +220,7 @@ TEST_CASE("flags: 'existing' only for a member that has its state", "[server][co
   Parsed restart = Parse(With(BaseArgs(dir), {"--initial-cluster-state", "existing"}));
   INFO(restart.finished.ToString());
   CHECK(restart.finished.ok());
+  CHECK_FALSE(restart.config.join_existing);
   std::filesystem::remove_all(dir);
 
   CHECK_FALSE(Parse(With(BaseArgs(), {"--initial-cluster-state", "joining"})).parsed);

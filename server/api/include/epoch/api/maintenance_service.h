@@ -1,8 +1,8 @@
-// MaintenanceService (etcdserverpb.Maintenance) and ClusterService (etcdserverpb.Cluster): what
-// `etcdctl endpoint status/health`, `move-leader`, `alarm list` and `member list` need.
-// Snapshot streams an archive of a checkpoint (snapshot_service.h). Alarm lists, raises and
-// clears the replicated alarms (alarms.h, space_quota.h); Defragment compacts this member's
-// store whole. Membership changes are answered as unimplemented until they exist.
+// MaintenanceService (etcdserverpb.Maintenance): what `etcdctl endpoint status/health`,
+// `move-leader`, `alarm list`, `snapshot save` and `defrag` need. Snapshot streams an archive of
+// a checkpoint (snapshot_service.h). Alarm lists, raises and clears the replicated alarms
+// (alarms.h, space_quota.h); Defragment compacts this member's store whole. The Cluster service
+// is in cluster_service.h.
 #pragma once
 
 #include <asio.hpp>
@@ -52,34 +52,6 @@ class MaintenanceService final : public etcdserverpb::Maintenance::AsyncService 
   SnapshotManager& snapshots_;
   const std::size_t snapshot_message_bytes_;
   asio::thread_pool& maintenance_;
-};
-
-class ClusterService final : public etcdserverpb::Cluster::AsyncService {
- public:
-  // Registers every method of the service with `server` (before it starts).
-  void Register(rpc::Server& server);
-
-  explicit ClusterService(NodeContext& node) : node_(node) {}
-
-  rpc::UnaryReactor* MemberList(rpc::CallContext* ctx,
-                                const etcdserverpb::MemberListRequest* request,
-                                etcdserverpb::MemberListResponse* response);
-  // Membership is fixed by --initial-cluster for now: these answer UNIMPLEMENTED with a message
-  // that says so (gRPC's default UNIMPLEMENTED carries none).
-  rpc::UnaryReactor* MemberAdd(rpc::CallContext* ctx, const etcdserverpb::MemberAddRequest* request,
-                               etcdserverpb::MemberAddResponse* response);
-  rpc::UnaryReactor* MemberRemove(rpc::CallContext* ctx,
-                                  const etcdserverpb::MemberRemoveRequest* request,
-                                  etcdserverpb::MemberRemoveResponse* response);
-  rpc::UnaryReactor* MemberUpdate(rpc::CallContext* ctx,
-                                  const etcdserverpb::MemberUpdateRequest* request,
-                                  etcdserverpb::MemberUpdateResponse* response);
-  rpc::UnaryReactor* MemberPromote(rpc::CallContext* ctx,
-                                   const etcdserverpb::MemberPromoteRequest* request,
-                                   etcdserverpb::MemberPromoteResponse* response);
-
- private:
-  NodeContext& node_;
 };
 
 }  // namespace epoch::server

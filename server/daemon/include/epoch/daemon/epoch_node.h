@@ -23,8 +23,11 @@ class EpochNode {
   static Result<std::unique_ptr<EpochNode>> Start(NodeConfig config);
   ~EpochNode();
 
-  // Blocks until Shutdown() is called (from another thread or a signal handler thread).
+  // Blocks until Shutdown() is called (from another thread or a signal handler thread), or until
+  // this member applies its own removal from the cluster (Removed()).
   void Wait();
+  // This member was removed from the cluster (etcdctl member remove): epochd exits 1.
+  [[nodiscard]] bool Removed() const;
   // Stops serving and closes storage. Idempotent.
   void Shutdown();
 

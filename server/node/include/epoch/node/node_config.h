@@ -111,6 +111,16 @@ struct NodeConfig {
   PeerTlsFiles peer_tls;
   // --enable-failpoints: the metrics listener serves /failpoint/... (server/README.md).
   bool enable_failpoints = false;
+  // --strict-reconfig-check (etcd's, default true): the leader refuses a membership change after
+  // which fewer than a quorum of the voters have started (PlanMemberChange).
+  bool strict_reconfig_check = true;
+  // --initial-cluster-state existing with no state in --data-dir: join the running cluster this
+  // member was added to (daemon/src/member_join.h).
+  bool join_existing = false;
+  // This member joined a running cluster: its ID and the cluster's came from the cluster
+  // (<data-dir>/member), not from --initial-cluster; its log starts empty.
+  bool joined = false;
+  std::uint64_t joined_cluster_id = 0;
 
   std::chrono::milliseconds tick{10};
   raft::Config raft;  // id filled from `name`; timing in ticks

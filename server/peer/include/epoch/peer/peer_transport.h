@@ -45,6 +45,7 @@
 #include "epoch/peer/peer_tls.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
+#include "raftpb/raft.pb.h"
 
 namespace epoch::server {
 
@@ -91,6 +92,10 @@ struct PeerTransportOptions {
   // certificate must name the member dialled, and with client-cert-auth an accepted connection's
   // certificate must name the member its hello names (PeerTls, CertificateNamesMember).
   std::function<std::string(NodeId)> member_name;
+  // Answers a join handshake (peer_join.h): the serialized raftpb.JoinResponse for a new member.
+  // Runs on the transport's thread; must not block. Unset: join requests are refused as bad
+  // hellos.
+  std::function<std::string(const raftpb::JoinRequest&)> answer_join;
 };
 
 struct PeerLinkStats {

@@ -70,6 +70,11 @@ struct DriverHooks {
   // Sees every proposal just before it is serialized into the log (the lease manager stamps the
   // leader's cluster clock, docs/timing-and-safety.md, and picks lease IDs).
   std::function<void(v1::InternalRequest&)> stamp;
+  // A membership change (InternalRequest.member_change) reaching the leader: its checks and the
+  // Raft configuration change that carries it (PlanMemberChange). Absent: such requests fail
+  // with FailedPrecondition.
+  std::function<Result<raft::ConfChange>(const v1::InternalRequest&, const raft::NodeStatus&)>
+      member_change;
   // Runs after every tick.
   std::function<void()> on_tick;
 };
@@ -167,6 +172,8 @@ class RaftDriver {
   void CatchUpTicks();
   [[nodiscard]] std::chrono::steady_clock::time_point Now() const;
   void FlushProposals();
+  void ProposeMemberChange(v1::InternalRequest request, ProposeCallback done);
+  [[nodiscard]] static Status ProposeFailure(const raft::ProposeResult& result);
   void FlushReads();
   void ScheduleReadFlush();
   void MaybeHandleReady();

@@ -30,6 +30,7 @@
 #include "epoch/metrics_text.h"
 #include "epoch/state/auth_state.h"
 #include "epoch/state/kv_validation.h"
+#include "epoch/state/member_table.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 #include "epoch/v1/internal.pb.h"
@@ -214,6 +215,15 @@ class KvStore {
   [[nodiscard]] std::shared_ptr<const PublishedMembers> Members() const;
   // The applied auth state (never null).
   [[nodiscard]] AuthStatePtr Auth() const;
+  // The applied member table (never null; empty until seeded).
+  [[nodiscard]] MemberTablePtr MemberTable() const;
+  // Applier thread, before the first apply: records `table` (the initial cluster's) when the
+  // store has no member table yet; a no-op otherwise. The seed is the bootstrap snapshot's
+  // configuration, the same on every initial member, so it is written outside the log.
+  Status SeedMemberTable(MemberTablePtr table);
+  // Applier thread, before the first apply: `table` in place of the store's (a restored snapshot
+  // starts a new cluster with the members of its --initial-cluster).
+  Status ReplaceMemberTable(MemberTablePtr table);
   // Maintenance.Defragment: flushes, then compacts both column families whole, so that what
   // Compact and deletions removed leaves the disk. Any thread; blocks for the compaction.
   Status Defragment();
@@ -242,6 +252,8 @@ class KvStore {
     std::shared_ptr<const PublishedMembers> members = std::make_shared<const PublishedMembers>();
     // Users, roles, permissions (auth_state.h); replaced whole by each auth change.
     AuthStatePtr auth = std::make_shared<const AuthState>();
+    // The member table (member_table.h); replaced whole by each membership change.
+    MemberTablePtr member_table = std::make_shared<const v1::StoredMemberTable>();
   };
 
  private:

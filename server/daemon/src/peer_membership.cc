@@ -1,0 +1,96 @@
+#include "peer_membership.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "epoch/raft/conf_change.h"
+#include "epoch/replication/member_change_plan.h"
+
+namespace epoch::server {
+
+MemberTablePtr InitialMemberTableOf(const NodeConfig& config) {
+  std::vector<v1::ClusterMember> members;
+  for (const MemberInfo& m : config.members) {
+    v1::ClusterMember& member = members.emplace_back();
+    member.set_id(m.id.value());
+    member.set_name(m.name);
+    member.add_peer_urls("http://" + m.peer.ToString());
+  }
+  return InitialMemberTable(std::move(members));
+}
+
+raft::ConfState ConfStateOf(const v1::StoredMemberTable& table) {
+  raft::ConfState conf;
+  for (const v1::ClusterMember& m : table.members()) {
+    if (m.removed()) continue;
+    (m.is_learner() ? conf.learners : conf.voters).push_back(NodeId(m.id()));
+  }
+  return conf;  // sorted: the table is
+}
+
+Result<raft::ConfChange> PlanChange(const NodeConfig& config, const KvStore& store,
+                                    const v1::InternalRequest& request,
+                                    const raft::NodeStatus& leader) {
+  MemberTablePtr table = store.MemberTable();
+  std::set<std::uint64_t> started;
+  for (const PublishedMember& p : *store.Members()) started.insert(p.id);
+  MemberChangeRules rules;
+  rules.strict_reconfig_check = config.strict_reconfig_check;
+  return PlanMemberChange(request.member_change(), MemberView{*table, started}, leader, rules);
+}
+
+void PeerMembership::Start() {
+  {
+    std::lock_guard lock(mu_);
+    for (const MemberInfo& m : config_.members) {
+      if (m.id != config_.self_id()) Dial(m.id, config_.PeerDialAddress(m));
+    }
+  }
+  MemberTablePtr table = store_.MemberTable();
+  if (table->members_size() > 0) Apply(ConfStateOf(*table));
+}
+
+void PeerMembership::Apply(const raft::ConfState& conf) {
+  gate_.SetMembers(conf);
+  MemberTablePtr table = store_.MemberTable();
+  std::lock_guard lock(mu_);
+  for (const v1::ClusterMember& m : table->members()) {
+    const NodeId id(m.id());
+    if (id == config_.self_id()) {
+      if (m.removed() && !removed_) {
+        removed_ = true;
+        if (on_removed_) on_removed_();
+      }
+      continue;
+    }
+    if (!raft::IsVoter(conf, id) && !raft::IsLearner(conf, id)) {
+      if (dialled_.erase(id) > 0) {
+        spdlog::info("node={} member {:x} left the configuration: disconnected", config_.name,
+                     m.id());
+        transport_.RemovePeer(id);
+      }
+      continue;
+    }
+    const MemberInfo* initial = config_.FindMember(id);
+    if (initial != nullptr && config_.peer_dial_override.contains(id)) continue;
+    if (m.peer_urls().empty()) continue;
+    Result<HostPort> address = ParseHostPort(m.peer_urls(0));
+    if (!address.ok()) {
+      spdlog::warn("node={} member {:x} has an unusable peer URL '{}': not dialled", config_.name,
+                   m.id(), m.peer_urls(0));
+      continue;
+    }
+    Dial(id, *address);
+  }
+}
+
+void PeerMembership::Dial(NodeId id, const HostPort& address) {
+  std::string text = address.ToString();
+  auto it = dialled_.find(id);
+  if (it != dialled_.end() && it->second == text) return;
+  dialled_[id] = text;
+  transport_.SetPeer(id, {address.host, address.port});
+}
+
+}  // namespace epoch::server

@@ -1,0 +1,341 @@
+// Runtime membership through stock etcdctl: member add (learner and voter), list, update,
+// promote and remove applied through the Raft log, with etcd's errors.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "epoch/etcd_errors.h"
+#include "epoch/test_support/loopback.h"
+#include "epoch/test_support/process.h"
+#include "support.h"
+
+namespace epoch::integration {
+namespace {
+
+using test::PortBlock;
+
+// "Member <id> <verb> cluster <cid>": the member ID (etcdctl prints it with %16x).
+std::string MemberIdIn(const std::string& out, std::string_view verb) {
+  std::vector<std::string> words;
+  std::string word;
+  std::istringstream in(out);
+  while (in >> word) words.push_back(word);
+  INFO(out);
+  REQUIRE(words.size() >= 3);
+  REQUIRE(words[0] == "Member");
+  CHECK(out.find(verb) != std::string::npos);
+  return words[1];
+}
+
+// `member list` rows by member ID: status, name, peer URLs, client URLs, is learner.
+std::map<std::string, std::vector<std::string>> MemberRows(const TestCluster& cluster) {
+  std::map<std::string, std::vector<std::string>> rows;
+  for (const std::string& line : Lines(EtcdctlOk(cluster, {"member", "list"}))) {
+    std::vector<std::string> f = Fields(line);
+    INFO(line);
+    REQUIRE(f.size() == 6);
+    rows[f[0]] = {f.begin() + 1, f.end()};
+  }
+  return rows;
+}
+
+TEST_CASE("etcdctl member add, update, promote and remove a learner, with etcd's errors",
+          "[integration][membership]") {
+  auto cluster = StartCluster();
+  Result<PortBlock> spare = PortBlock::Reserve();
+  REQUIRE(spare.ok());
+  const std::string url = fmt::format("http://127.0.0.1:{}", spare->port(0));
+  const std::string moved = fmt::format("http://127.0.0.1:{}", spare->port(1));
+
+  const std::string added =
+      EtcdctlOk(*cluster, {"member", "add", "n4", "--learner", "--peer-urls=" + url});
+  const std::string id = MemberIdIn(added, "added to cluster");
+  CHECK(added.find("ETCD_NAME=\"n4\"") != std::string::npos);
+  CHECK(added.find("ETCD_INITIAL_CLUSTER_STATE=\"existing\"") != std::string::npos);
+  CHECK(added.find("n4=" + url) != std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(added.find(fmt::format("{}=http://127.0.0.1:{}", cluster->node(i).name,
+                                 cluster->node(i).peer_port)) != std::string::npos);
+  }
+  std::map<std::string, std::vector<std::string>> rows = MemberRows(*cluster);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[id] == std::vector<std::string>{"unstarted", "", url, "", "true"});
+  for (int i = 0; i < 3; ++i) CHECK(rows[Hex(cluster->node(i).member_id)][4] == "false");
+  // Every member applied the change: any of them lists it.
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(Eventually(
+        [&] {
+          CommandResult r =
+              cluster->Etcdctl({"member", "list"}, {}, cluster->node(i).client_address());
+          return r.exit_code == 0 && Lines(r.out).size() == 4;
+        },
+        std::chrono::seconds(10)));
+  }
+
+  EtcdctlFails(*cluster, {"member", "add", "n5", "--learner", "--peer-urls=" + moved},
+               etcd_errors::kTooManyLearners.message);
+  EtcdctlFails(*cluster,
+               {"member", "add", "n5",
+                fmt::format("--peer-urls=http://127.0.0.1:{}", cluster->node(1).peer_port)},
+               etcd_errors::kPeerUrlExist.message);
+  // Never started, so never in sync; a voter cannot be promoted.
+  EtcdctlFails(*cluster, {"member", "promote", id}, etcd_errors::kLearnerNotReady.message);
+  EtcdctlFails(*cluster, {"member", "promote", Hex(cluster->node(0).member_id)},
+               etcd_errors::kMemberNotLearner.message);
+
+  const std::string updated = EtcdctlOk(*cluster, {"member", "update", id, "--peer-urls=" + moved});
+  CHECK(MemberIdIn(updated, "updated in cluster") == id);
+  CHECK(MemberRows(*cluster)[id][2] == moved);
+
+  const std::string removed = EtcdctlOk(*cluster, {"member", "remove", id});
+  CHECK(MemberIdIn(removed, "removed from cluster") == id);
+  CHECK(MemberRows(*cluster).size() == 3);
+  EtcdctlFails(*cluster, {"member", "remove", id}, etcd_errors::kMemberNotFound.message);
+  EtcdctlFails(*cluster, {"member", "update", id, "--peer-urls=" + moved},
+               etcd_errors::kMemberNotFound.message);
+  // A removed learner's slot is free again, and the cluster still serves everywhere.
+  EtcdctlOk(*cluster, {"member", "add", "n4", "--learner", "--peer-urls=" + url});
+  for (int i = 0; i < 3; ++i) RequireServing(*cluster, i, "after/learner");
+}
+
+TEST_CASE("etcdctl member add of voters and --strict-reconfig-check's refusal",
+          "[integration][membership]") {
+  auto cluster = StartCluster();
+  Result<PortBlock> spare = PortBlock::Reserve();
+  REQUIRE(spare.ok());
+  auto peer_url = [&](int i) { return fmt::format("http://127.0.0.1:{}", spare->port(i)); };
+
+  // Four voters, three started: a quorum (3) of them has started.
+  const std::string n4 =
+      MemberIdIn(EtcdctlOk(*cluster, {"member", "add", "n4", "--peer-urls=" + peer_url(0)}),
+                 "added to cluster");
+  CHECK(MemberRows(*cluster)[n4] ==
+        std::vector<std::string>{"unstarted", "", peer_url(0), "", "false"});
+  // Writes need three of the four voters: the three running ones.
+  for (int i = 0; i < 3; ++i) RequireServing(*cluster, i, "after/n4");
+  // Five voters, three started: still a quorum.
+  const std::string n5 =
+      MemberIdIn(EtcdctlOk(*cluster, {"member", "add", "n5", "--peer-urls=" + peer_url(1)}),
+                 "added to cluster");
+  CHECK(MemberRows(*cluster).size() == 5);
+  // Removing a started voter would leave two started of four.
+  EtcdctlFails(*cluster, {"member", "remove", Hex(cluster->node(2).member_id)},
+               etcd_errors::kMemberNotEnoughStarted.message);
+  // Removing the unstarted ones is fine, and the three go on alone.
+  EtcdctlOk(*cluster, {"member", "remove", n5});
+  EtcdctlOk(*cluster, {"member", "remove", n4});
+  CHECK(MemberRows(*cluster).size() == 3);
+  for (int i = 0; i < 3; ++i) RequireServing(*cluster, i, "after/shrink");
+}
+
+}  // namespace
+}  // namespace epoch::integration
+
+namespace epoch::integration {
+namespace {
+
+// A member started outside the TestCluster: the one `etcdctl member add` made room for.
+struct ExtraMember {
+  std::string name;
+  std::string data_dir;
+  std::string log_path;
+  std::uint16_t client_port = 0;
+  std::uint16_t peer_port = 0;
+  test::ChildProcess process;
+
+  [[nodiscard]] std::string client_address() const {
+    return fmt::format("127.0.0.1:{}", client_port);
+  }
+  [[nodiscard]] std::string peer_url() const {
+    return fmt::format("http://127.0.0.1:{}", peer_port);
+  }
+};
+
+// The value of `NAME="value"` in etcdctl member add's output.
+std::string EnvValue(const std::string& out, const std::string& name) {
+  const std::string key = name + "=\"";
+  const std::size_t at = out.find(key);
+  INFO(out);
+  REQUIRE(at != std::string::npos);
+  const std::size_t begin = at + key.size();
+  return out.substr(begin, out.find('"', begin) - begin);
+}
+
+// Starts `m` with etcd's flags and the --initial-cluster etcdctl member add printed.
+void StartExtra(const TestCluster& cluster, ExtraMember& m, const std::string& initial_cluster) {
+  std::vector<std::string> argv = {EPOCHD_PATH,
+                                   "--name",
+                                   m.name,
+                                   "--data-dir",
+                                   m.data_dir,
+                                   "--listen-client-urls",
+                                   "http://" + m.client_address(),
+                                   "--advertise-client-urls",
+                                   "http://" + m.client_address(),
+                                   "--listen-peer-urls",
+                                   m.peer_url(),
+                                   "--initial-advertise-peer-urls",
+                                   m.peer_url(),
+                                   "--initial-cluster",
+                                   initial_cluster,
+                                   "--initial-cluster-state",
+                                   "existing",
+                                   "--initial-cluster-token",
+                                   cluster.cluster_token()};
+  for (const std::string& f : test::ClusterOptions{}.extra_flags) argv.push_back(f);
+  Result<test::ChildProcess> p = test::ChildProcess::Spawn(argv, m.log_path);
+  REQUIRE(p.ok());
+  m.process = std::move(*p);
+}
+
+// `endpoint hashkv` on `endpoints`: one hash per endpoint.
+std::set<std::string> HashKvs(const TestCluster& cluster, const std::string& endpoints) {
+  std::set<std::string> hashes;
+  std::vector<std::string> lines = Lines(EtcdctlOk(cluster, {"endpoint", "hashkv"}, {}, endpoints));
+  for (const std::string& line : lines) {
+    std::vector<std::string> f = Fields(line);
+    REQUIRE(f.size() == 2);
+    hashes.insert(f[1]);
+  }
+  CHECK(lines.size() == 3);
+  return hashes;
+}
+
+TEST_CASE("a learner joins with --initial-cluster-state existing, is promoted, the leader leaves",
+          "[integration][membership]") {
+  auto cluster = StartCluster();
+  std::vector<std::string> acknowledged;
+  auto put = [&](const std::string& key, const std::optional<std::string>& endpoint) {
+    EtcdctlOk(*cluster, {"put", key, "v-" + key}, {}, endpoint);
+    acknowledged.push_back(key);
+  };
+  for (int i = 0; i < 50; ++i) put(fmt::format("before/{:03}", i), std::nullopt);
+
+  Result<PortBlock> ports = PortBlock::Reserve();
+  REQUIRE(ports.ok());
+  ExtraMember n4{"n4",           cluster->dir() + "/n4", cluster->dir() + "/n4.log",
+                 ports->port(0), ports->port(1),         {}};
+  const std::string added =
+      EtcdctlOk(*cluster, {"member", "add", "n4", "--learner", "--peer-urls=" + n4.peer_url()});
+  const std::string id = MemberIdIn(added, "added to cluster");
+  CHECK(EnvValue(added, "ETCD_INITIAL_CLUSTER_STATE") == "existing");
+  StartExtra(*cluster, n4, EnvValue(added, "ETCD_INITIAL_CLUSTER"));
+
+  // It catches up from the leader's snapshot and serves what was written before it joined.
+  REQUIRE(Eventually(
+      [&] {
+        CommandResult r =
+            cluster->Etcdctl({"get", "before/049", "--consistency=s"}, {}, n4.client_address());
+        return r.exit_code == 0 && r.out.find("v-before/049") != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  INFO(ReadFileIfExists(n4.log_path));
+  CHECK(MemberRows(*cluster)[id] == std::vector<std::string>{"started", "n4", n4.peer_url(),
+                                                             "http://" + n4.client_address(),
+                                                             "true"});
+  for (int i = 0; i < 20; ++i) put(fmt::format("learner/{:03}", i), std::nullopt);
+
+  // Promoted once in sync.
+  REQUIRE(Eventually(
+      [&] {
+        return cluster->Etcdctl({"member", "promote", id}).exit_code == 0;
+      },
+      std::chrono::seconds(20)));
+  CHECK(MemberRows(*cluster)[id][4] == "false");
+
+  // The old leader leaves: it hands over, applies its removal and exits 1.
+  Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  std::vector<int> rest;
+  for (int i = 0; i < 3; ++i) {
+    if (i != *leader) rest.push_back(i);
+  }
+  const std::string survivors = cluster->Endpoints(rest) + "," + n4.client_address();
+  CommandResult removal =
+      cluster->Etcdctl({"member", "remove", Hex(cluster->node(*leader).member_id)}, {},
+                       cluster->node(rest[0]).client_address());
+  INFO(removal.Describe());
+  REQUIRE(Eventually(
+      [&] {
+        CommandResult r = cluster->Etcdctl({"member", "list"}, {}, survivors);
+        return r.exit_code == 0 && Lines(r.out).size() == 3 &&
+               r.out.find(Hex(cluster->node(*leader).member_id)) == std::string::npos;
+      },
+      std::chrono::seconds(20)));
+  REQUIRE(Eventually([&] { return !cluster->IsRunning(*leader); }, std::chrono::seconds(20)));
+  CHECK(cluster->ExitStatus(*leader) == 1);
+
+  // The three go on: writes through each of them, then every acknowledged write everywhere.
+  for (int i = 0; i < 10; ++i) put(fmt::format("after/{:03}", i), n4.client_address());
+  for (int i = 0; i < 10; ++i) {
+    put(fmt::format("after2/{:03}", i), cluster->node(rest[0]).client_address());
+  }
+  for (const std::string& endpoint :
+       {cluster->node(rest[0]).client_address(), cluster->node(rest[1]).client_address(),
+        n4.client_address()}) {
+    REQUIRE(Eventually(
+        [&] {
+          CommandResult r = cluster->Etcdctl(
+              {"get", "", "--prefix", "--keys-only", "--consistency=s"}, {}, endpoint);
+          return r.exit_code == 0 && Lines(r.out).size() == acknowledged.size();
+        },
+        std::chrono::seconds(20)));
+    std::vector<std::string> keys = Lines(EtcdctlOk(
+        *cluster, {"get", "", "--prefix", "--keys-only", "--consistency=s"}, {}, endpoint));
+    std::sort(acknowledged.begin(), acknowledged.end());
+    CHECK(keys == acknowledged);
+  }
+  CHECK(HashKvs(*cluster, survivors).size() == 1);
+}
+
+}  // namespace
+}  // namespace epoch::integration
+
+namespace epoch::integration {
+namespace {
+
+TEST_CASE("a wiped member restarted under its old name is refused, the cluster unaffected",
+          "[integration][membership]") {
+  auto cluster = StartCluster();
+  for (int i = 0; i < 5; ++i) EtcdctlOk(*cluster, {"put", fmt::format("k{}", i), "v"});
+  cluster->Kill(2);
+  std::filesystem::remove_all(cluster->node(2).data_dir);
+  REQUIRE(cluster->StartNode(2).ok());
+  REQUIRE(Eventually([&] { return !cluster->IsRunning(2); }, std::chrono::seconds(20)));
+  CHECK(cluster->ExitStatus(2) == 1);
+  CHECK_THAT(cluster->LogTail(2),
+             Catch::Contains(fmt::format("member {} has already been bootstrapped",
+                                         Hex(cluster->node(2).member_id))));
+  // The two left serve writes (CheckAlive would report the refused member).
+  for (int i = 0; i < 2; ++i) {
+    EtcdctlOk(*cluster, {"put", fmt::format("after/wiped/{}", i), "v"}, {},
+              cluster->node(i).client_address());
+  }
+}
+
+TEST_CASE("a removed member exits 1, and again when restarted", "[integration][membership]") {
+  auto cluster = StartCluster();
+  Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  const int victim = (*leader + 1) % 3;
+  EtcdctlOk(*cluster, {"member", "remove", Hex(cluster->node(victim).member_id)}, {},
+            cluster->node(*leader).client_address());
+  REQUIRE(Eventually([&] { return !cluster->IsRunning(victim); }, std::chrono::seconds(20)));
+  CHECK(cluster->ExitStatus(victim) == 1);
+  CHECK_THAT(cluster->LogTail(victim), Catch::Contains("was removed from the cluster"));
+  REQUIRE(cluster->StartNode(victim).ok());
+  REQUIRE(Eventually([&] { return !cluster->IsRunning(victim); }, std::chrono::seconds(20)));
+  CHECK(cluster->ExitStatus(victim) == 1);
+  for (int i = 0; i < 3; ++i) {
+    if (i == victim) continue;
+    EtcdctlOk(*cluster, {"put", fmt::format("after/removed/{}", i), "v"}, {},
+              cluster->node(i).client_address());
+  }
+}
+
+}  // namespace
+}  // namespace epoch::integration
