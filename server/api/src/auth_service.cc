@@ -15,9 +15,10 @@ namespace pb = etcdserverpb;
 void FinishError(rpc::UnaryReactor* reactor, const Status& s) { reactor->Finish(ToGrpc(s)); }
 
 // Authenticate refused unchecked (auth_failure_limiter.h): etcd's "too many requests" kind
-// (RESOURCE_EXHAUSTED, which etcd's clients do not retry at once) with its own message.
+// (RESOURCE_EXHAUSTED, which etcd's clients do not retry at once) with Epoch's own message (etcd
+// has no such limit).
 constexpr EtcdError kAuthRateLimited{ErrorId::kTooManyRequests, GrpcCode::kResourceExhausted,
-                                     "etcdserver: too many failed authentication attempts"};
+                                     "epoch: too many failed authentication attempts"};
 
 }  // namespace
 

@@ -20,8 +20,8 @@
 // OutcomeUnknown (errors.h), never retried.
 //
 // Auth. With ClientOptions::user and password the client Authenticates on first use and sends
-// the token on every call and stream. A call refused with "etcdserver: invalid auth token" (the
-// token expired or was revoked) or "etcdserver: revision of auth store is old" was not acted on:
+// the token on every call and stream. A call refused with etcd's invalid-auth-token error (the
+// token expired or was revoked) or its old-auth-revision error was not acted on:
 // the client authenticates again once and repeats the call, as etcd's Go client does. A stream
 // that ends that way, or a watch create cancelled that way, drops the token, so the owner's next
 // OpenWatch / OpenKeepAlive authenticates afresh.

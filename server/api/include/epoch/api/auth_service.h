@@ -5,7 +5,7 @@
 // the Raft thread, and only the hash enters the log. Authenticate checks the password the same
 // way, then proposes the new token so that every member knows it (epoch/node/auth_tokens.h).
 // Failed attempts are limited per user and per client address (src/auth_failure_limiter.h):
-// past the limit Authenticate answers RESOURCE_EXHAUSTED "etcdserver: too many failed
+// past the limit Authenticate answers RESOURCE_EXHAUSTED "epoch: too many failed
 // authentication attempts" without checking the password.
 //
 // Threading: handlers on epoch-grpc; hashing on the read pool; answers where they land.

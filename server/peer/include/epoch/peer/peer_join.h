@@ -21,7 +21,7 @@ namespace epoch::server {
 
 inline constexpr std::string_view kJoinMagic = "EPOCHJ1\n";
 // The largest join request or answer frame accepted.
-inline constexpr std::size_t kMaxJoinFrameBytes = 1 << 20;
+inline constexpr std::size_t kMaxJoinFrameBytes = 64 << 10;
 
 // The payload of a join request frame (without the length prefix).
 [[nodiscard]] std::string EncodeJoinRequest(const raftpb::JoinRequest& request);
