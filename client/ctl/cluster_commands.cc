@@ -362,8 +362,22 @@ void RegisterMember(CLI::App& app, Ctl& ctl) {
     for (std::string url; std::getline(urls, url, ',');) request.add_peerurls(url);
     request.set_islearner(add->learner);
     auto r = client::MemberAdd(**client, request, ctl.Call());
-    return PrintMemberChange(ctl, r,
-                             r.ok() ? fmt::format("Member {} added to cluster", add->name) : "");
+    if (!r.ok()) return r.status();
+    Status printed = PrintMemberChange(ctl, r,
+                                       fmt::format("Member {:>16x} added to cluster {:>16x}",
+                                                   r->member().id(), r->header().cluster_id()));
+    if (!printed.ok() || ctl.format() != OutputFormat::kSimple) return printed;
+    // etcdctl's environment for starting the new member.
+    std::vector<std::string> conf;
+    for (const auto& m : r->members()) {
+      const std::string& name = m.id() == r->member().id() ? add->name : m.name();
+      for (const auto& u : m.peerurls()) conf.push_back(fmt::format("{}={}", name, u));
+    }
+    ctl.out() << fmt::format(
+        "\nETCD_NAME=\"{}\"\nETCD_INITIAL_CLUSTER=\"{}\"\n"
+        "ETCD_INITIAL_ADVERTISE_PEER_URLS=\"{}\"\nETCD_INITIAL_CLUSTER_STATE=\"existing\"\n",
+        add->name, fmt::join(conf, ","), add->peer_urls);
+    return Status::Ok();
   }));
 
   auto remove_id = std::make_shared<std::string>();
@@ -375,7 +389,11 @@ void RegisterMember(CLI::App& app, Ctl& ctl) {
     Result<client::Client*> client = ctl.GetClient();
     if (!client.ok()) return client.status();
     auto r = client::MemberRemove(**client, static_cast<std::uint64_t>(*id), ctl.Call());
-    return PrintMemberChange(ctl, r, fmt::format("Member {} removed from cluster", *remove_id));
+    if (!r.ok()) return r.status();
+    return PrintMemberChange(
+        ctl, r,
+        fmt::format("Member {:>16x} removed from cluster {:>16x}", static_cast<std::uint64_t>(*id),
+                    r->header().cluster_id()));
   }));
 
   auto promote_id = std::make_shared<std::string>();
@@ -387,7 +405,11 @@ void RegisterMember(CLI::App& app, Ctl& ctl) {
     Result<client::Client*> client = ctl.GetClient();
     if (!client.ok()) return client.status();
     auto r = client::MemberPromote(**client, static_cast<std::uint64_t>(*id), ctl.Call());
-    return PrintMemberChange(ctl, r, fmt::format("Member {} promoted in cluster", *promote_id));
+    if (!r.ok()) return r.status();
+    return PrintMemberChange(
+        ctl, r,
+        fmt::format("Member {:>16x} promoted in cluster {:>16x}", static_cast<std::uint64_t>(*id),
+                    r->header().cluster_id()));
   }));
 }
 

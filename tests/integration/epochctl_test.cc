@@ -155,6 +155,17 @@ TEST_CASE("epochctl: put get del txn watch compaction, cluster views, errors, no
            etcd_errors::kMemberBadUrls.message);
   CtlFails(c, {"member", "remove", "1234"}, etcd_errors::kMemberNotFound.message);
   CtlFails(c, {"member", "promote", "1234"}, etcd_errors::kMemberNotFound.message);
+  // member add prints etcdctl's lines for starting the new member; remove names it back.
+  const std::string added =
+      CtlOk(c, {"member", "add", "n4", "--learner", "--peer-urls=http://127.0.0.1:1"});
+  std::string new_id = added.substr(7, 16);  // "Member %16x added to cluster %16x"
+  new_id.erase(0, new_id.find_first_not_of(' '));
+  CHECK(added.find(" added to cluster ") == 23);
+  CHECK(added.find("\nETCD_NAME=\"n4\"\nETCD_INITIAL_CLUSTER=\"") != std::string::npos);
+  CHECK(added.find("n4=http://127.0.0.1:1") != std::string::npos);
+  CHECK(added.find("ETCD_INITIAL_ADVERTISE_PEER_URLS=\"http://127.0.0.1:1\"\n"
+                   "ETCD_INITIAL_CLUSTER_STATE=\"existing\"\n") != std::string::npos);
+  CHECK(CtlOk(c, {"member", "remove", new_id}).find(" removed from cluster ") == 23);
 
   // move-leader to a follower, then every member names it.
   Result<int> leader = cluster->WaitForLeader(seconds(10));
