@@ -120,12 +120,7 @@ rpc::UnaryReactor* ClusterService::MemberRemove(rpc::CallContext* ctx,
   v1::MemberChange change;
   change.set_kind(v1::MemberChange::REMOVE);
   change.set_id(request->id());
-  WriteChange(ctx, reactor, std::move(change),
-              [this, reactor, response](const v1::StoredMemberTable& table) {
-                FillMembers(table, response->mutable_members());
-                node_.FillHeader(response->mutable_header());
-                reactor->Finish(grpc::Status::OK);
-              });
+  WriteChange(ctx, reactor, std::move(change), ListMembers(reactor, response));
   return reactor;
 }
 
@@ -142,12 +137,7 @@ rpc::UnaryReactor* ClusterService::MemberUpdate(rpc::CallContext* ctx,
   change.set_kind(v1::MemberChange::UPDATE);
   change.set_id(request->id());
   *change.mutable_peer_urls() = request->peerurls();
-  WriteChange(ctx, reactor, std::move(change),
-              [this, reactor, response](const v1::StoredMemberTable& table) {
-                FillMembers(table, response->mutable_members());
-                node_.FillHeader(response->mutable_header());
-                reactor->Finish(grpc::Status::OK);
-              });
+  WriteChange(ctx, reactor, std::move(change), ListMembers(reactor, response));
   return reactor;
 }
 
@@ -158,12 +148,7 @@ rpc::UnaryReactor* ClusterService::MemberPromote(rpc::CallContext* ctx,
   v1::MemberChange change;
   change.set_kind(v1::MemberChange::PROMOTE);
   change.set_id(request->id());
-  WriteChange(ctx, reactor, std::move(change),
-              [this, reactor, response](const v1::StoredMemberTable& table) {
-                FillMembers(table, response->mutable_members());
-                node_.FillHeader(response->mutable_header());
-                reactor->Finish(grpc::Status::OK);
-              });
+  WriteChange(ctx, reactor, std::move(change), ListMembers(reactor, response));
   return reactor;
 }
 

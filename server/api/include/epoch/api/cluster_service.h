@@ -49,6 +49,15 @@ class ClusterService final : public etcdserverpb::Cluster::AsyncService {
   void FillMembers(const v1::StoredMemberTable& table,
                    google::protobuf::RepeatedPtrField<etcdserverpb::Member>* out) const;
   void FillMember(const v1::ClusterMember& m, etcdserverpb::Member* out) const;
+  // The answer of a change whose response is the member list and the header.
+  template <typename Response>
+  Answer ListMembers(rpc::UnaryReactor* reactor, Response* response) {
+    return [this, reactor, response](const v1::StoredMemberTable& table) {
+      FillMembers(table, response->mutable_members());
+      node_.FillHeader(response->mutable_header());
+      reactor->Finish(grpc::Status::OK);
+    };
+  }
 
   NodeContext& node_;
 };
