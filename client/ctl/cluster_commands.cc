@@ -1,5 +1,5 @@
-// member list/add/remove/promote, endpoint status/health/hashkv, move-leader, alarm list/disarm,
-// defrag.
+// member list/add/remove/update/promote, endpoint status/health/hashkv, move-leader, alarm
+// list/disarm, defrag.
 #include <fmt/format.h>
 
 #include <future>
@@ -393,6 +393,30 @@ void RegisterMember(CLI::App& app, Ctl& ctl) {
     return PrintMemberChange(
         ctl, r,
         fmt::format("Member {:>16x} removed from cluster {:>16x}", static_cast<std::uint64_t>(*id),
+                    r->header().cluster_id()));
+  }));
+
+  struct UpdateFlags {
+    std::string id;
+    std::string peer_urls;
+  };
+  auto update = std::make_shared<UpdateFlags>();
+  CLI::App* update_cmd = member->add_subcommand("update", "Updates a member in the cluster");
+  update_cmd->add_option("id", update->id, "Member ID (hexadecimal)")->required();
+  update_cmd->add_option("--peer-urls", update->peer_urls, "Comma separated peer URLs")->required();
+  update_cmd->callback(Runner(ctl, [&ctl, update]() -> Status {
+    Result<std::int64_t> id = ParseHexId(update->id, "member");
+    if (!id.ok()) return id.status();
+    Result<client::Client*> client = ctl.GetClient();
+    if (!client.ok()) return client.status();
+    std::vector<std::string> urls;
+    std::stringstream in(update->peer_urls);
+    for (std::string url; std::getline(in, url, ',');) urls.push_back(url);
+    auto r = client::MemberUpdate(**client, static_cast<std::uint64_t>(*id), urls, ctl.Call());
+    if (!r.ok()) return r.status();
+    return PrintMemberChange(
+        ctl, r,
+        fmt::format("Member {:>16x} updated in cluster {:>16x}", static_cast<std::uint64_t>(*id),
                     r->header().cluster_id()));
   }));
 

@@ -176,6 +176,18 @@ Result<etcdserverpb::MemberRemoveResponse> MemberRemove(Client& client, std::uin
       });
 }
 
+Result<etcdserverpb::MemberUpdateResponse> MemberUpdate(Client& client, std::uint64_t member_id,
+                                                        const std::vector<std::string>& peer_urls,
+                                                        const CallOptions& call) {
+  etcdserverpb::MemberUpdateRequest request;
+  request.set_id(member_id);
+  for (const std::string& url : peer_urls) request.add_peerurls(url);
+  return CallOnEndpoints<etcdserverpb::MemberUpdateResponse>(
+      client, "member update", false, call, [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return etcdserverpb::Cluster::NewStub(channel)->MemberUpdate(c, request, r);
+      });
+}
+
 Result<etcdserverpb::MemberPromoteResponse> MemberPromote(Client& client, std::uint64_t member_id,
                                                           const CallOptions& call) {
   etcdserverpb::MemberPromoteRequest request;

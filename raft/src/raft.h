@@ -212,6 +212,12 @@ class Raft {
   std::int64_t timeout_base_;
   std::int64_t stable_leadership_ticks_ = 0;
   bool campaigned_without_leader_ = false;
+  // A TimeoutNow that arrived while committed conf changes were not applied yet (a removed
+  // leader hands over as it commits its removal, before its followers applied it): the transfer
+  // campaign runs once they are, if the term has not moved and within an election timeout (a
+  // transfer the leader gave up on is not revived). Term 0: none.
+  Term deferred_transfer_term_;
+  std::int64_t deferred_transfer_tick_ = 0;
   // Split-vote tie-break (raft_election.cc): when our current pre-campaign started, and when we
   // last granted someone else a pre-vote.
   std::int64_t pre_campaign_tick_ = 0;

@@ -17,9 +17,16 @@ void Raft::StartCampaign(bool transfer) {
   }
   if (HasUnappliedConfChanges()) {
     // Our voter set may be about to change; campaigning with the old one could split the cluster.
-    Log(LogLevel::kInfo, "not campaigning: committed conf changes are not applied yet");
+    if (transfer) {
+      deferred_transfer_term_ = term_;
+      deferred_transfer_tick_ = now_;
+      Log(LogLevel::kInfo, "transfer campaign waits until committed conf changes are applied");
+    } else {
+      Log(LogLevel::kInfo, "not campaigning: committed conf changes are not applied yet");
+    }
     return;
   }
+  deferred_transfer_term_ = Term(0);
   campaigned_without_leader_ = true;
   if (config_.pre_vote && !transfer) {
     CampaignRound(MessageType::kPreVote, false);

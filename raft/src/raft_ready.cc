@@ -117,6 +117,15 @@ void Raft::OnApplied(LogIndex index, const std::vector<Entry>& conf_changes, std
   applied_ = std::max(applied_, index);
   if (role_ == Role::kLeader) uncommitted_bytes_ -= std::min(uncommitted_bytes_, bytes);
   for (const Entry& e : conf_changes) ApplyConfChangeEntry(e);
+  if (deferred_transfer_term_ != Term(0) && conf_changes.size() > 0) {
+    if (deferred_transfer_term_ != term_ || role_ != Role::kFollower ||
+        now_ - deferred_transfer_tick_ > timeout_base_) {
+      deferred_transfer_term_ = Term(0);
+    } else if (!HasUnappliedConfChanges()) {
+      Log(LogLevel::kInfo, "conf changes applied: running the deferred transfer campaign");
+      StartCampaign(/*transfer=*/true);
+    }
+  }
 }
 
 std::vector<Message> Raft::TakeMessages() {

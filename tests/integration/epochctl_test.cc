@@ -165,6 +165,12 @@ TEST_CASE("epochctl: put get del txn watch compaction, cluster views, errors, no
   CHECK(added.find("n4=http://127.0.0.1:1") != std::string::npos);
   CHECK(added.find("ETCD_INITIAL_ADVERTISE_PEER_URLS=\"http://127.0.0.1:1\"\n"
                    "ETCD_INITIAL_CLUSTER_STATE=\"existing\"\n") != std::string::npos);
+  // member update replaces the peer URLs, as etcdctl's; member list shows the new ones.
+  CtlFails(c, {"member", "update", "1234", "--peer-urls=http://127.0.0.1:2"},
+           etcd_errors::kMemberNotFound.message);
+  CHECK(CtlOk(c, {"member", "update", new_id, "--peer-urls=http://127.0.0.1:2"})
+            .find(" updated in cluster ") == 23);
+  CHECK(CtlOk(c, {"member", "list"}).find("http://127.0.0.1:2,") != std::string::npos);
   CHECK(CtlOk(c, {"member", "remove", new_id}).find(" removed from cluster ") == 23);
 
   // move-leader to a follower, then every member names it.

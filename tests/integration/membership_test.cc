@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "epoch/etcd_errors.h"
+#include "epoch/test_support/files.h"
 #include "epoch/test_support/loopback.h"
 #include "epoch/test_support/process.h"
 #include "support.h"
@@ -259,6 +260,8 @@ TEST_CASE("a learner joins with --initial-cluster-state existing, is promoted, t
       cluster->Etcdctl({"member", "remove", Hex(cluster->node(*leader).member_id)}, {},
                        cluster->node(rest[0]).client_address());
   INFO(removal.Describe());
+  // Sent through a follower: the answer comes from the leader that just removed itself.
+  REQUIRE(removal.exit_code == 0);
   REQUIRE(Eventually(
       [&] {
         CommandResult r = cluster->Etcdctl({"member", "list"}, {}, survivors);
@@ -268,6 +271,14 @@ TEST_CASE("a learner joins with --initial-cluster-state existing, is promoted, t
       std::chrono::seconds(20)));
   REQUIRE(Eventually([&] { return !cluster->IsRunning(*leader); }, std::chrono::seconds(20)));
   CHECK(cluster->ExitStatus(*leader) == 1);
+  // It handed leadership over (a TimeoutNow, taken although its sender had just left the
+  // configuration) instead of leaving the rest to wait out an election timeout.
+  bool handed_over = false;
+  for (int i : rest) {
+    const std::string log = ReadFileIfExists(cluster->node(i).log_path);
+    handed_over = handed_over || log.find("TimeoutNow from") != std::string::npos;
+  }
+  CHECK(handed_over);
 
   // The three go on: writes through each of them, then every acknowledged write everywhere.
   for (int i = 0; i < 10; ++i) put(fmt::format("after/{:03}", i), n4.client_address());

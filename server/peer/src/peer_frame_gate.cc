@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "epoch/peer/peer_codec.h"
 
 namespace epoch::server {
@@ -25,6 +27,12 @@ void PeerFrameGate::SetMembers(const raft::ConfState& conf) {
   std::set<NodeId> members(conf.voters.begin(), conf.voters.end());
   members.insert(conf.learners.begin(), conf.learners.end());
   std::lock_guard lock(mu_);
+  for (NodeId old : members_) {
+    if (members.contains(old)) continue;
+    departed_.push_back(old);
+    if (departed_.size() > kMaxDeparted) departed_.pop_front();
+  }
+  std::erase_if(departed_, [&](NodeId id) { return members.contains(id); });
   members_ = std::move(members);
 }
 
@@ -34,23 +42,31 @@ bool PeerFrameGate::IsMember(NodeId id) const {
   return members_.contains(id);
 }
 
+bool PeerFrameGate::IsDeparted(NodeId id) const {
+  std::lock_guard lock(mu_);
+  return std::find(departed_.begin(), departed_.end(), id) != departed_.end();
+}
+
 void PeerFrameGate::Handle(NodeId from, std::string_view frame) {
   raftpb::Frame parsed;
   if (!parsed.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
     return Drop(FrameDrop::kUnparsable, from, "does not parse");
   }
-  if (!IsMember(from)) return Drop(FrameDrop::kNotMember, from, "not a member");
+  const bool departed = !IsMember(from);
+  if (departed && !IsDeparted(from)) return Drop(FrameDrop::kNotMember, from, "not a member");
   switch (parsed.body_case()) {
     case raftpb::Frame::kForwardRequest:
+      if (departed) return Drop(FrameDrop::kNotMember, from, "removed: forwards a write");
       return routes_.forward_request(from, parsed.forward_request());
     case raftpb::Frame::kForwardResponse:
       return routes_.forward_response(from, parsed.forward_response());
-    case raftpb::Frame::kMessage: return HandleMessage(from, std::move(*parsed.mutable_message()));
+    case raftpb::Frame::kMessage:
+      return HandleMessage(from, std::move(*parsed.mutable_message()), departed);
     default: return Drop(FrameDrop::kUnparsable, from, "no message");
   }
 }
 
-void PeerFrameGate::HandleMessage(NodeId from, raftpb::Message message) {
+void PeerFrameGate::HandleMessage(NodeId from, raftpb::Message message, bool departed) {
   if (NodeId(message.from()) != from) {
     return Drop(FrameDrop::kSenderMismatch, from,
                 fmt::format("claims to come from {:x}", message.from()));
@@ -58,6 +74,9 @@ void PeerFrameGate::HandleMessage(NodeId from, raftpb::Message message) {
   if (NodeId(message.to()) != self_) {
     return Drop(FrameDrop::kWrongRecipient, from,
                 fmt::format("is addressed to {:x}", message.to()));
+  }
+  if (departed && message.type() != raftpb::TIMEOUT_NOW) {
+    return Drop(FrameDrop::kNotMember, from, "removed: only its hand-over TimeoutNow is taken");
   }
   if (IsSnapshotTraffic(message)) return routes_.snapshot(std::move(message));
   Result<raft::Message> m = DecodeMessage(message);

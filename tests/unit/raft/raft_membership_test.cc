@@ -194,6 +194,36 @@ TEST_CASE("remove the leader: it steps down once applied and hands over with Tim
   CHECK(c.node(1).role() == Role::kFollower);
 }
 
+TEST_CASE("remove the leader: a TimeoutNow that beats the removal's apply still hands over",
+          "[raft][membership]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  const Term term = c.node(1).term();
+  REQUIRE(c.node(1).ProposeConfChange(Change(ConfChangeType::kRemoveNode, 1)).ok());
+  // The followers store the entry and acknowledge it, then stop applying: the leader commits
+  // and applies its removal, and its commit and TimeoutNow reach them before they apply.
+  c.Process(1);
+  c.DeliverQueued();
+  c.Process(2);
+  c.Process(3);
+  c.DeliverQueued();
+  c.Pause(2);
+  c.Pause(3);
+  c.Stabilize();
+  REQUIRE(c.CountSent(MessageType::kTimeoutNow, 1) == 1);
+  REQUIRE(c.node(1).role() == Role::kFollower);
+  CHECK(c.node(2).term() == term);
+  CHECK(c.node(3).term() == term);
+  // Once they apply it, the target campaigns at once: no tick passes before a new leader.
+  c.Resume(2);
+  c.Resume(3);
+  c.Stabilize();
+  const NodeId next = c.Leader();
+  REQUIRE(next != kNoNode);
+  CHECK(next != Id(1));
+  CHECK(c.node(next.value()).term() == term.Next());
+}
+
 TEST_CASE("no campaign while a committed conf change is not applied", "[raft][membership]") {
   TestCluster c(3);
   c.BootAndElect(1);

@@ -40,6 +40,10 @@ Result<etcdserverpb::MemberAddResponse> MemberAdd(Client& client,
                                                   const CallOptions& call = {});
 Result<etcdserverpb::MemberRemoveResponse> MemberRemove(Client& client, std::uint64_t member_id,
                                                         const CallOptions& call = {});
+// Replaces the peer URLs of `member_id` with `peer_urls` (the member keeps its id and data).
+Result<etcdserverpb::MemberUpdateResponse> MemberUpdate(Client& client, std::uint64_t member_id,
+                                                        const std::vector<std::string>& peer_urls,
+                                                        const CallOptions& call = {});
 Result<etcdserverpb::MemberPromoteResponse> MemberPromote(Client& client, std::uint64_t member_id,
                                                           const CallOptions& call = {});
 

@@ -96,6 +96,58 @@ TEST_CASE("peer gate: frames from non-members and removed members are dropped", 
   CHECK(f.RoutedCount() == 0);
 }
 
+TEST_CASE("peer gate: a removed member delivers only what its removal races: answers, hand-over",
+          "[peer][gate]") {
+  Fixture f;
+  // The leader applied its own removal; this node applied it too before the leader's last frames
+  // arrived.
+  f.gate.SetMembers(raft::ConfState{{kSelf, kFollower}, {}});
+  CHECK_FALSE(f.gate.IsMember(kLeader));
+  f.gate.Handle(kLeader, PeerForwarder::EncodeResponse(7, Status::Ok(), {}));
+  CHECK(f.routed.forward_responses == std::vector<NodeId>{kLeader});
+  raft::Message timeout = Heartbeat(kLeader, kSelf);
+  timeout.type = raft::MessageType::kTimeoutNow;
+  f.gate.Handle(kLeader, EncodeFrame(timeout));
+  REQUIRE(f.routed.raft.size() == 1);
+  CHECK(f.routed.raft[0].type == raft::MessageType::kTimeoutNow);
+  // Everything else from it is refused: Raft traffic, snapshots, forwarded writes, and a
+  // TimeoutNow once it no longer leads this node's term.
+  f.gate.Handle(kLeader, EncodeFrame(Heartbeat(kLeader, kSelf)));
+  f.gate.Handle(kLeader, PeerForwarder::EncodeRequest(8, v1::InternalRequest()));
+  raftpb::Frame chunk;
+  chunk.mutable_message()->set_type(raftpb::INSTALL_SNAPSHOT);
+  chunk.mutable_message()->set_from(kLeader.value());
+  chunk.mutable_message()->set_to(kSelf.value());
+  f.gate.Handle(kLeader, chunk.SerializeAsString());
+  CHECK(f.drops.Get(FrameDrop::kNotMember) == 3);
+  f.leader = kFollower;
+  f.gate.Handle(kLeader, EncodeFrame(timeout));
+  CHECK(f.drops.Get(FrameDrop::kTimeoutNotLeader) == 1);
+  CHECK(f.RoutedCount() == 2);
+  // A stranger that never was a member gets nothing through.
+  f.gate.Handle(kStranger, PeerForwarder::EncodeResponse(9, Status::Ok(), {}));
+  CHECK(f.drops.Get(FrameDrop::kNotMember) == 4);
+}
+
+TEST_CASE("peer gate: removed members are remembered boundedly and forgotten when re-added",
+          "[peer][gate]") {
+  Fixture f;
+  std::vector<NodeId> voters = {kSelf};
+  for (std::uint64_t i = 100; i < 100 + PeerFrameGate::kMaxDeparted + 4; ++i) {
+    voters.push_back(NodeId(i));
+  }
+  f.gate.SetMembers(raft::ConfState{voters, {}});
+  f.gate.SetMembers(raft::ConfState{{kSelf}, {}});  // all of them removed at once
+  f.gate.Handle(NodeId(100), PeerForwarder::EncodeResponse(1, Status::Ok(), {}));  // forgotten
+  f.gate.Handle(voters.back(), PeerForwarder::EncodeResponse(2, Status::Ok(), {}));
+  CHECK(f.drops.Get(FrameDrop::kNotMember) == 1);
+  CHECK(f.routed.forward_responses == std::vector<NodeId>{voters.back()});
+  // Back as a member: everything is taken again.
+  f.gate.SetMembers(raft::ConfState{{kSelf, voters.back()}, {}});
+  f.gate.Handle(voters.back(), EncodeFrame(Heartbeat(voters.back(), kSelf)));
+  CHECK(f.routed.raft.size() == 1);
+}
+
 TEST_CASE("peer gate: a frame for another recipient is dropped", "[peer][gate]") {
   Fixture f;
   f.gate.Handle(kLeader, EncodeFrame(Heartbeat(kLeader, kFollower)));
