@@ -12,6 +12,7 @@
 #include "epoch/test_support/files.h"
 #include "epoch/test_support/loopback.h"
 #include "epoch/test_support/process.h"
+#include "hostile_peer_support.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -167,7 +168,8 @@ std::string EnvValue(const std::string& out, const std::string& name) {
 }
 
 // Starts `m` with etcd's flags and the --initial-cluster etcdctl member add printed.
-void StartExtra(const TestCluster& cluster, ExtraMember& m, const std::string& initial_cluster) {
+void StartExtra(const TestCluster& cluster, ExtraMember& m, const std::string& initial_cluster,
+                const std::vector<std::string>& flags = {}) {
   std::vector<std::string> argv = {EPOCHD_PATH,
                                    "--name",
                                    m.name,
@@ -188,6 +190,7 @@ void StartExtra(const TestCluster& cluster, ExtraMember& m, const std::string& i
                                    "--initial-cluster-token",
                                    cluster.cluster_token()};
   for (const std::string& f : test::ClusterOptions{}.extra_flags) argv.push_back(f);
+  argv.insert(argv.end(), flags.begin(), flags.end());
   Result<test::ChildProcess> p = test::ChildProcess::Spawn(argv, m.log_path);
   REQUIRE(p.ok());
   m.process = std::move(*p);
@@ -346,6 +349,84 @@ TEST_CASE("a removed member exits 1, and again when restarted", "[integration][m
     EtcdctlOk(*cluster, {"put", fmt::format("after/removed/{}", i), "v"}, {},
               cluster->node(i).client_address());
   }
+}
+
+TEST_CASE(
+    "peer mTLS: a member added at runtime joins over TLS; another member's certificate "
+    "cannot join or pose as it",
+    "[integration][membership][peer_tls]") {
+  hostile::Pki pki;
+  pki.Issue("n4", "n4");
+  test::ClusterOptions options;
+  options.epochd_path = EPOCHD_PATH;
+  options.nodes = 3;
+  options.node_flags = [&](int index, const std::vector<test::NodeInfo>& nodes) {
+    return pki.PeerFlags(nodes.at(index).name);
+  };
+  auto started = TestCluster::Start(options);
+  INFO("starting the cluster: " << started.status().ToString());
+  REQUIRE(started.ok());
+  ClusterPtr cluster(started->release());
+  REQUIRE(cluster->WaitHealthy(std::chrono::seconds(20)).ok());
+  for (int i = 0; i < 20; ++i) EtcdctlOk(*cluster, {"put", fmt::format("before/{:03}", i), "v"});
+
+  Result<PortBlock> ports = PortBlock::Reserve();
+  REQUIRE(ports.ok());
+  ExtraMember n4{"n4",           cluster->dir() + "/n4", cluster->dir() + "/n4.log",
+                 ports->port(0), ports->port(1),         {}};
+  const std::string added =
+      EtcdctlOk(*cluster, {"member", "add", "n4", "--learner", "--peer-urls=" + n4.peer_url()});
+  const std::string id = MemberIdIn(added, "added to cluster");
+
+  // With n1's certificate the join is refused (it names n1, not n4) and counted.
+  std::uint64_t refused_before = 0;
+  for (int i = 0; i < 3; ++i) {
+    refused_before += hostile::ConnectionsRefused(*cluster, i, "cert_member_mismatch");
+  }
+  ExtraMember impostor{"n4",
+                       cluster->dir() + "/impostor",
+                       cluster->dir() + "/impostor.log",
+                       ports->port(0),
+                       ports->port(1),
+                       {}};
+  StartExtra(*cluster, impostor, EnvValue(added, "ETCD_INITIAL_CLUSTER"), pki.PeerFlags("n1"));
+  REQUIRE(Eventually(
+      [&] {
+        std::uint64_t refused = 0;
+        for (int i = 0; i < 3; ++i) {
+          refused += hostile::ConnectionsRefused(*cluster, i, "cert_member_mismatch");
+        }
+        return refused > refused_before;
+      },
+      std::chrono::seconds(20)));
+  impostor.process.KillAndReap();
+  CHECK(MemberRows(*cluster)[id][0] == "unstarted");
+
+  // With its own certificate it joins, catches up from a snapshot and is promoted.
+  StartExtra(*cluster, n4, EnvValue(added, "ETCD_INITIAL_CLUSTER"), pki.PeerFlags("n4"));
+  INFO(ReadFileIfExists(n4.log_path));
+  REQUIRE(Eventually(
+      [&] {
+        CommandResult r =
+            cluster->Etcdctl({"get", "before/019", "--consistency=s"}, {}, n4.client_address());
+        return r.exit_code == 0 && r.out.find("before/019") != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  CHECK(MemberRows(*cluster)[id][1] == "n4");
+  REQUIRE(Eventually(
+      [&] {
+        return cluster->Etcdctl({"member", "promote", id}).exit_code == 0;
+      },
+      std::chrono::seconds(20)));
+  EtcdctlOk(*cluster, {"put", "after/promote", "v"}, {}, n4.client_address());
+  REQUIRE(Eventually(
+      [&] {
+        CommandResult r =
+            cluster->Etcdctl({"get", "after/promote", "--consistency=s"}, {}, n4.client_address());
+        return r.exit_code == 0 && r.out.find("after/promote") != std::string::npos;
+      },
+      std::chrono::seconds(10)));
+  REQUIRE(cluster->CheckAlive().ok());
 }
 
 }  // namespace

@@ -38,6 +38,7 @@
 #include "epoch/rpc/async_rpc.h"
 #include "epoch/snapshot/snapshot_manager.h"
 #include "epoch/state/kv_store.h"
+#include "epoch/state/published_members.h"
 #include "epoch/wal/posix_file_system.h"
 #include "epoch/wal/wal.h"
 #include "etcd_metrics.h"
@@ -348,9 +349,19 @@ void EpochNode::Impl::BuildReplication() {
   topts.answer_join = [this](const raftpb::JoinRequest& request) {
     return AnswerJoin(config_, *store_, request).SerializeAsString();
   };
+  // Names from --initial-cluster, else as the member published it (a member added at runtime has
+  // none until it started and published).
   topts.member_name = [this](NodeId id) {
-    const MemberInfo* m = config_.FindMember(id);
-    return m == nullptr ? std::string() : m->name;
+    if (const MemberInfo* m = config_.FindMember(id); m != nullptr) return m->name;
+    std::shared_ptr<const PublishedMembers> published = store_->Members();
+    const PublishedMember* p = FindPublished(*published, id.value());
+    return p == nullptr ? std::string() : p->name;
+  };
+  topts.member_names = [this] {
+    std::vector<std::string> names;
+    for (const MemberInfo& m : config_.members) names.push_back(m.name);
+    for (const PublishedMember& p : *store_->Members()) names.push_back(p.name);
+    return names;
   };
   transport_ = std::make_unique<PeerTransport>(
       executors_.loop(Executors::Loop::kPeer), topts,

@@ -48,6 +48,7 @@ bool HasPeerUrl(const v1::ClusterMember& m, const raftpb::JoinRequest& request) 
 // One answer from the first peer in --initial-cluster (other than this member) that gives one
 // within `patience`, asking each for at most `attempt`.
 Result<raftpb::JoinResponse> AskPeers(const NodeConfig& config, const raftpb::JoinRequest& request,
+                                      const std::shared_ptr<PeerTls>& tls,
                                       std::chrono::milliseconds patience,
                                       std::chrono::milliseconds attempt) {
   const auto give_up = std::chrono::steady_clock::now() + patience;
@@ -56,7 +57,8 @@ Result<raftpb::JoinResponse> AskPeers(const NodeConfig& config, const raftpb::Jo
     for (const MemberInfo& m : config.members) {
       if (m.name == config.name) continue;
       const HostPort& at = config.PeerDialAddress(m);
-      Result<raftpb::JoinResponse> answer = AskToJoin(at.host, at.port, request, attempt);
+      Result<raftpb::JoinResponse> answer =
+          AskToJoin(at.host, at.port, request, attempt, JoinTls{tls, m.name});
       if (answer.ok()) return answer;
       last = answer.status();
     }
@@ -147,27 +149,28 @@ Status PrepareMembership(NodeConfig* config, bool fresh) {
     if (config->join_existing) config->join_existing = false;  // a restart on its own data
     return Status::Ok();
   }
-  const bool peer_tls = PeerTlsOptionsOf(*config).enabled();
-  if (peer_tls && config->join_existing) {
-    return Status::InvalidArgument(
-        "--initial-cluster-state existing: joining a running cluster over peer TLS is not "
-        "supported yet (the join handshake is plaintext)");
+  // The join handshake runs over peer TLS like every peer connection.
+  std::shared_ptr<PeerTls> tls;
+  if (const PeerTlsOptions tls_options = PeerTlsOptionsOf(*config); tls_options.enabled()) {
+    Result<std::shared_ptr<PeerTls>> created = PeerTls::Create(tls_options);
+    if (!created.ok()) return created.status();
+    tls = *created;
   }
   raftpb::JoinRequest request;
   request.set_name(config->name);
   request.add_peer_urls(OwnPeerUrl(*config));
   if (!config->join_existing) {
-    if (peer_tls) return Status::Ok();  // the plaintext check would fail the peers' handshake
     // Bootstrapping `new` on an empty directory: refused if the cluster knows this member.
     Result<raftpb::JoinResponse> answer =
-        AskPeers(*config, request, std::chrono::milliseconds(0), kBootstrapCheck);
+        AskPeers(*config, request, tls, std::chrono::milliseconds(0), kBootstrapCheck);
     if (answer.ok() && (answer->refusal() == raftpb::JoinResponse::ALREADY_STARTED ||
                         answer->refusal() == raftpb::JoinResponse::REMOVED)) {
       return Status::FailedPrecondition(answer->error());
     }
     return Status::Ok();
   }
-  Result<raftpb::JoinResponse> answer = AskPeers(*config, request, kJoinPatience, kJoinAttempt);
+  Result<raftpb::JoinResponse> answer =
+      AskPeers(*config, request, tls, kJoinPatience, kJoinAttempt);
   if (!answer.ok()) {
     return answer.status().Annotate(
         "--initial-cluster-state existing: no member listed in --initial-cluster answered");

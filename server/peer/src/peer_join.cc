@@ -4,6 +4,8 @@
 
 #include <array>
 #include <asio.hpp>
+#include <asio/ssl.hpp>
+#include <memory>
 
 #include "epoch/byte_coding.h"
 
@@ -23,11 +25,13 @@ bool DecodeJoinRequest(std::string_view frame, raftpb::JoinRequest* request) {
 
 namespace {
 
-// One join exchange on its own io_context: connect, send the request, read the framed answer.
+// One join exchange on its own io_context: connect, (TLS handshake and the answering member's
+// certificate), send the request, read the framed answer.
 class JoinCall {
  public:
-  JoinCall(const std::string& host, std::uint16_t port, const raftpb::JoinRequest& request)
-      : host_(host), port_(port), socket_(io_), resolver_(io_) {
+  JoinCall(const std::string& host, std::uint16_t port, const raftpb::JoinRequest& request,
+           const JoinTls& tls)
+      : host_(host), port_(port), tls_options_(tls), socket_(io_), resolver_(io_) {
     const std::string payload = EncodeJoinRequest(request);
     PutBigEndian32(&out_, static_cast<std::uint32_t>(payload.size()));
     out_ += payload;
@@ -48,15 +52,50 @@ class JoinCall {
   void Connect(const asio::ip::tcp::resolver::results_type& endpoints) {
     asio::async_connect(socket_, endpoints, [this](std::error_code ec, const auto&) {
       if (ec) return Fail("connect", ec);
-      asio::async_write(socket_, asio::buffer(out_), [this](std::error_code wec, std::size_t) {
-        if (wec) return Fail("send", wec);
-        ReadPrefix();
+      if (tls_options_.tls == nullptr) return Send();
+      tls_ = std::make_unique<TlsStream>(socket_, tls_options_.tls->client_context());
+      tls_->async_handshake(asio::ssl::stream_base::client, [this](std::error_code hec) {
+        if (hec) return Fail("TLS handshake", hec);
+        if (!AnswererNamed()) {
+          result_ = Status::Unavailable(
+              fmt::format("join via {}:{}: its certificate does not name member '{}'", host_, port_,
+                          tls_options_.peer_name));
+          return;
+        }
+        Send();
       });
     });
   }
 
+  bool AnswererNamed() const {
+    if (!tls_options_.tls->verifies_peers()) return true;
+    X509* cert = SSL_get1_peer_certificate(tls_->native_handle());
+    const bool named = CertificateNamesMember(cert, tls_options_.peer_name);
+    X509_free(cert);
+    return named;
+  }
+
+  template <typename Buffer, typename Handler>
+  void Write(const Buffer& buffer, Handler&& handler) {
+    if (tls_) return asio::async_write(*tls_, buffer, std::forward<Handler>(handler));
+    asio::async_write(socket_, buffer, std::forward<Handler>(handler));
+  }
+
+  template <typename Buffer, typename Handler>
+  void Read(const Buffer& buffer, Handler&& handler) {
+    if (tls_) return asio::async_read(*tls_, buffer, std::forward<Handler>(handler));
+    asio::async_read(socket_, buffer, std::forward<Handler>(handler));
+  }
+
+  void Send() {
+    Write(asio::buffer(out_), [this](std::error_code wec, std::size_t) {
+      if (wec) return Fail("send", wec);
+      ReadPrefix();
+    });
+  }
+
   void ReadPrefix() {
-    asio::async_read(socket_, asio::buffer(prefix_), [this](std::error_code ec, std::size_t) {
+    Read(asio::buffer(prefix_), [this](std::error_code ec, std::size_t) {
       if (ec) return Fail("read", ec);
       const std::uint32_t size = GetBigEndian32(prefix_.data());
       if (size > kMaxJoinFrameBytes) {
@@ -64,7 +103,7 @@ class JoinCall {
         return;
       }
       body_.resize(size);
-      asio::async_read(socket_, asio::buffer(body_), [this](std::error_code rec, std::size_t) {
+      Read(asio::buffer(body_), [this](std::error_code rec, std::size_t) {
         if (rec) return Fail("read", rec);
         result_ = response_.ParseFromString(body_)
                       ? Status::Ok()
@@ -79,11 +118,15 @@ class JoinCall {
         fmt::format("join via {}:{}: {}: {}", host_, port_, step, ec.message()));
   }
 
+  using TlsStream = asio::ssl::stream<asio::ip::tcp::socket&>;
+
   const std::string host_;
   const std::uint16_t port_;
+  const JoinTls tls_options_;
   asio::io_context io_;
   asio::ip::tcp::socket socket_;
   asio::ip::tcp::resolver resolver_;
+  std::unique_ptr<TlsStream> tls_;  // over socket_ with peer TLS
   std::string out_;
   std::array<char, 4> prefix_{};
   std::string body_;
@@ -95,8 +138,8 @@ class JoinCall {
 
 Result<raftpb::JoinResponse> AskToJoin(const std::string& host, std::uint16_t port,
                                        const raftpb::JoinRequest& request,
-                                       std::chrono::milliseconds timeout) {
-  JoinCall call(host, port, request);
+                                       std::chrono::milliseconds timeout, const JoinTls& tls) {
+  JoinCall call(host, port, request, tls);
   return call.Run(timeout);
 }
 

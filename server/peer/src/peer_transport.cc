@@ -111,8 +111,7 @@ class PeerTransport::Outbound : public std::enable_shared_from_this<Outbound> {
     const PeerTls& tls = *owner_.options_.tls;
     if (!tls.verifies_peers()) return true;
     X509Ptr cert(SSL_get1_peer_certificate(tls_->native_handle()));
-    const std::string name = owner_.options_.member_name ? owner_.options_.member_name(peer_) : "";
-    return CertificateNamesMember(cert.get(), name);
+    return owner_.CertificateMatches(cert.get(), peer_);
   }
 
   void EnqueueOnStrand(std::string frame, NotSentHandler not_sent) {
@@ -431,8 +430,17 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
     const PeerTls& tls = *owner_.options_.tls;
     if (!tls.verifies_peers() || !tls.options().client_cert_auth) return true;
     X509Ptr cert(SSL_get1_peer_certificate(tls_->native_handle()));
-    const std::string name = owner_.options_.member_name ? owner_.options_.member_name(peer_) : "";
-    return CertificateNamesMember(cert.get(), name);
+    return owner_.CertificateMatches(cert.get(), peer_);
+  }
+
+  // A join request over TLS with client certificates verified: the certificate names the name
+  // the new member asks to join under.
+  bool CertificateNamesJoiner(const raftpb::JoinRequest& request) const {
+    if (!tls_) return true;
+    const PeerTls& tls = *owner_.options_.tls;
+    if (!tls.verifies_peers() || !tls.options().client_cert_auth) return true;
+    X509Ptr cert(SSL_get1_peer_certificate(tls_->native_handle()));
+    return CertificateNamesMember(cert.get(), request.name());
   }
 
   template <typename Handler>
@@ -562,6 +570,14 @@ class PeerTransport::Inbound : public std::enable_shared_from_this<Inbound> {
     if (!hello_seen_ && owner_.options_.answer_join) {
       raftpb::JoinRequest join;
       if (DecodeJoinRequest(body, &join)) {
+        if (!CertificateNamesJoiner(join)) {
+          spdlog::warn(
+              "transport: node={:x} refusing a join request from {} as '{}': its certificate "
+              "does not name it",
+              owner_.options_.self, address_.to_string(), join.name());
+          owner_.Count(ConnectionRefusal::kCertMemberMismatch);
+          return false;
+        }
         AnswerJoin(join);
         return false;
       }
@@ -729,6 +745,16 @@ std::optional<ConnectionRefusal> PeerTransport::Admit(const asio::ip::address& a
   }
   ++from_address;
   return std::nullopt;
+}
+
+bool PeerTransport::CertificateMatches(X509* cert, NodeId id) const {
+  const std::string name = options_.member_name ? options_.member_name(id) : "";
+  if (!name.empty()) return CertificateNamesMember(cert, name);
+  if (cert == nullptr || !options_.member_names) return false;
+  for (const std::string& known : options_.member_names()) {
+    if (CertificateNamesMember(cert, known)) return false;
+  }
+  return true;
 }
 
 void PeerTransport::Count(FrameDrop reason) const {

@@ -40,6 +40,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "epoch/peer/peer_drops.h"
 #include "epoch/peer/peer_tls.h"
@@ -88,10 +89,16 @@ struct PeerTransportOptions {
   // Peer TLS (optional): every accepted and dialled connection runs a TLS handshake before its
   // hello; one that fails it (a plaintext peer, an untrusted certificate) is closed and counted.
   std::shared_ptr<PeerTls> tls;
-  // A member's name (as in --initial-cluster). When `tls` verifies peers, a dialled peer's
+  // A member's name (as in --initial-cluster, or as it published it); empty when not known yet (a
+  // member added at runtime that has not started). When `tls` verifies peers, a dialled peer's
   // certificate must name the member dialled, and with client-cert-auth an accepted connection's
-  // certificate must name the member its hello names (PeerTls, CertificateNamesMember).
+  // certificate must name the member its hello names (PeerTls, CertificateNamesMember). For a
+  // member whose name is not known, the certificate must name none of `member_names`: no member
+  // can pose as a new one with its own certificate. A join request's certificate must name the
+  // name it asks to join under.
   std::function<std::string(NodeId)> member_name;
+  // The names of every known member, this one included.
+  std::function<std::vector<std::string>()> member_names;
   // Answers a join handshake (peer_join.h): the serialized raftpb.JoinResponse for a new member.
   // Runs on the transport's thread; must not block. Unset: join requests are refused as bad
   // hellos.
@@ -148,6 +155,8 @@ class PeerTransport {
   [[nodiscard]] std::optional<ConnectionRefusal> Admit(const asio::ip::address& address);
   void Count(FrameDrop reason) const;
   void Count(ConnectionRefusal reason) const;
+  // `cert` names member `id` (PeerTransportOptions::member_name).
+  [[nodiscard]] bool CertificateMatches(X509* cert, NodeId id) const;
   // A peer identified itself on an inbound connection: redial it now if we were backing off.
   void PeerAlive(NodeId peer);
 
