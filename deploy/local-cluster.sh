@@ -9,6 +9,13 @@
 #   deploy/local-cluster.sh kill N   SIGKILL node N (its recorded PID)
 #   deploy/local-cluster.sh start-node N   start node N again (data dir kept), wait until healthy
 #   deploy/local-cluster.sh endpoints      print the client endpoints (host:port,...)
+#   deploy/local-cluster.sh add-node N     add member nN at runtime (etcdctl member add --learner,
+#                                          start it with --initial-cluster-state existing, promote
+#                                          it once it caught up)
+#   deploy/local-cluster.sh remove-node N  remove member nN (etcdctl member remove); it exits
+#   deploy/local-cluster.sh replace-node N SIGKILL nN, wipe its data directory, remove it, and add
+#                                          a fresh nN in its place (add-node); prints how long
+#                                          the replacement took from member add to promoted voter
 #   deploy/local-cluster.sh --tls certs    only make the TLS certificates (below)
 #
 #   --tls before the command (deploy/local-cluster.sh --tls start): client TLS and peer TLS, both
@@ -70,19 +77,24 @@ make_certs() {
       2>/dev/null
     rm -f "$certs/$name.csr"
   done
-  # Peer certificates: each names its member, as epochd requires of a peer's certificate.
   local i
-  for ((i = 1; i <= nodes; i++)); do
-    printf '%s\n' "subjectAltName=DNS:n$i,IP:127.0.0.1" "extendedKeyUsage=serverAuth,clientAuth" \
-      "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
-      >"$certs/peer.ext"
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout "$certs/peer-n$i.key" -out "$certs/peer-n$i.csr" -subj "/CN=n$i" 2>/dev/null
-    openssl x509 -req -in "$certs/peer-n$i.csr" -CA "$certs/ca.pem" -CAkey "$certs/ca.key" \
-      -set_serial $((serial++)) -days 365 -extfile "$certs/peer.ext" -out "$certs/peer-n$i.pem" \
-      2>/dev/null
-    rm -f "$certs/peer-n$i.csr"
-  done
+  for ((i = 1; i <= nodes; i++)); do make_peer_cert "$i"; done
+}
+
+# The peer certificate of member nI: it names its member, as epochd requires of a peer's
+# certificate.
+make_peer_cert() {
+  local i=$1
+  [ -f "$certs/peer-n$i.pem" ] && return
+  printf '%s\n' "subjectAltName=DNS:n$i,IP:127.0.0.1" "extendedKeyUsage=serverAuth,clientAuth" \
+    "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+    >"$certs/peer.ext"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$certs/peer-n$i.key" -out "$certs/peer-n$i.csr" -subj "/CN=n$i" 2>/dev/null
+  openssl x509 -req -in "$certs/peer-n$i.csr" -CA "$certs/ca.pem" -CAkey "$certs/ca.key" \
+    -set_serial "$((100 + i))" -days 365 -extfile "$certs/peer.ext" -out "$certs/peer-n$i.pem" \
+    2>/dev/null
+  rm -f "$certs/peer-n$i.csr"
 }
 
 
@@ -90,32 +102,45 @@ client_port() { echo $((base + 10 * $1)); }
 peer_port() { echo $((base + 1 + 10 * $1)); }
 metrics_port() { echo $((base + 2 + 10 * $1)); }
 
+# The members, as node indices (0 = n1): 0..nodes-1 until a member is added or removed, then
+# what $dir/members records.
+members() {
+  if [ -f "$dir/members" ]; then cat "$dir/members"; else seq 0 $((nodes - 1)); fi
+}
+set_members() { printf '%s\n' "$@" | sort -n | uniq >"$dir/members.tmp" && mv "$dir/members.tmp" "$dir/members"; }
+
 endpoints() {
   local out="" i
-  for ((i = 0; i < nodes; i++)); do out+="${out:+,}127.0.0.1:$(client_port $i)"; done
+  for i in $(members); do out+="${out:+,}127.0.0.1:$(client_port "$i")"; done
   echo "$out"
 }
 
 # etcd's flags, as an etcd deployment would pass them: members learn each other's client URLs
 # from what each advertises (server/README.md "epochd flags").
 start_node() {
-  local i=$1 peers="" j client peer tls_flags=()
+  local i=$1 peers="" j client peer tls_flags=() join_flags=()
   if ((tls)); then
+    make_peer_cert $((i + 1))
     tls_flags=(--cert-file "$certs/member.pem" --key-file "$certs/member.key"
       --trusted-ca-file "$certs/ca.pem" --client-cert-auth
       --peer-cert-file "$certs/peer-n$((i + 1)).pem" --peer-key-file "$certs/peer-n$((i + 1)).key"
       --peer-trusted-ca-file "$certs/ca.pem" --peer-client-cert-auth)
   fi
-  for ((j = 0; j < nodes; j++)); do
-    peers+="${peers:+,}n$((j + 1))=http://127.0.0.1:$(peer_port $j)"
+  for j in $(members); do
+    peers+="${peers:+,}n$((j + 1))=http://127.0.0.1:$(peer_port "$j")"
   done
+  # A member added at runtime: the cluster etcdctl member add printed (add-node).
+  if [ -n "${2:-}" ]; then
+    peers=$2
+    join_flags=(--initial-cluster-state existing)
+  fi
   client="$(scheme)://127.0.0.1:$(client_port "$i")"
   peer="http://127.0.0.1:$(peer_port "$i")"
   "$epochd" --name "n$((i + 1))" --data-dir "$dir/n$((i + 1))" "${tls_flags[@]}" \
     --listen-client-urls "$client" --advertise-client-urls "$client" \
     --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
     --listen-metrics-urls "127.0.0.1:$(metrics_port "$i")" \
-    --initial-cluster "$peers" \
+    --initial-cluster "$peers" "${join_flags[@]}" \
     >>"$dir/n$((i + 1)).log" 2>&1 &
   echo $! >"$dir/n$((i + 1)).pid"
   disown $! 2>/dev/null || true
@@ -134,9 +159,9 @@ wait_healthy() {
 
 leader_index() {
   local i
-  for ((i = 0; i < nodes; i++)); do
-    if curl -sf "http://127.0.0.1:$(metrics_port "$i")/metrics" 2>/dev/null |
-      grep -q '^epoch_raft_is_leader 1'; then
+  for i in $(members); do
+    # Not curl | grep -q: grep stops reading at the match, and curl's SIGPIPE fails the pipeline.
+    if grep -q '^epoch_raft_is_leader 1' <<<"$(curl -sf "http://127.0.0.1:$(metrics_port "$i")/metrics" 2>/dev/null)"; then
       echo "$i"
       return
     fi
@@ -152,7 +177,7 @@ cmd_start() {
     touch "$dir/tls"
   fi
   local i
-  for ((i = 0; i < nodes; i++)); do start_node "$i"; done
+  for i in $(members); do start_node "$i"; done
   wait_healthy
   echo "cluster of $nodes started: endpoints $(endpoints); data and logs in $dir"
   if ((tls)); then
@@ -180,11 +205,11 @@ cmd_demo() {
   echo; echo "== status"; cmd_status
   echo; echo "== writes through every member (followers forward to the leader)"
   local i
-  for ((i = 0; i < nodes; i++)); do
+  for i in $(members); do
     ctl --endpoints="127.0.0.1:$(client_port "$i")" put "demo/key$i" "written via n$((i + 1))"
   done
   echo; echo "== a linearizable read from each member sees every write"
-  for ((i = 0; i < nodes; i++)); do
+  for i in $(members); do
     echo "-- n$((i + 1)):"; ctl --endpoints="127.0.0.1:$(client_port "$i")" get demo/ --prefix
   done
   local leader; leader=$(leader_index)
@@ -203,9 +228,70 @@ cmd_demo() {
 }
 
 node_arg() {
-  [[ "${1:-}" =~ ^[0-9]+$ ]] && ((${1} >= 1 && ${1} <= nodes)) ||
-    { echo "node number must be 1..$nodes" >&2; exit 2; }
+  [[ "${1:-}" =~ ^[0-9]+$ ]] && ((${1} >= 1)) && members | grep -qx -- "$((${1} - 1))" ||
+    { echo "n${1:-?} is not a member (members: $(member_names))" >&2; exit 2; }
   echo $(($1 - 1))
+}
+
+member_names() {
+  local i out=""
+  for i in $(members); do out+="${out:+ }n$((i + 1))"; done
+  echo "$out"
+}
+
+# The member ID of nI (hex), from member list.
+member_id() {
+  ctl --endpoints="$(endpoints)" member list | awk -F', ' -v n="n$(($1 + 1))" \
+    -v url="http://127.0.0.1:$(peer_port "$1")" '$3 == n || $4 == url { print $1; exit }'
+}
+
+cmd_add_node() {
+  [[ "${1:-}" =~ ^[0-9]+$ ]] && ((${1} >= 1 && ${1} <= 9)) || { echo "node number must be 1..9" >&2; exit 2; }
+  local i=$(($1 - 1))
+  if members | grep -qx -- "$i"; then echo "n$1 is already a member" >&2; exit 2; fi
+  [ ! -e "$dir/n$1" ] || { echo "$dir/n$1 exists: remove it first" >&2; exit 2; }
+  local t0 out cluster deadline
+  t0=$(date +%s%N)
+  out=$(ctl --endpoints="$(endpoints)" member add "n$1" --learner \
+    --peer-urls="http://127.0.0.1:$(peer_port "$i")")
+  echo "$out"
+  cluster=$(sed -n 's/^ETCD_INITIAL_CLUSTER="\(.*\)"$/\1/p' <<<"$out")
+  start_node "$i" "$cluster"
+  set_members $(members) "$i"
+  # A learner is promoted once it has caught up with the leader's log.
+  deadline=$((SECONDS + ${EPOCH_PROMOTE_TIMEOUT:-600}))
+  until ctl --endpoints="$(endpoints)" member promote "$(member_id "$i")" 2>/dev/null; do
+    if ((SECONDS > deadline)); then
+      echo "n$1 was not promoted within ${EPOCH_PROMOTE_TIMEOUT:-600} s; log: $dir/n$1.log" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+  wait_healthy
+  echo "n$1 added and promoted to voter in $((($(date +%s%N) - t0) / 1000000)) ms"
+}
+
+cmd_remove_node() {
+  local i id
+  i=$(node_arg "${1:-}")
+  id=$(member_id "$i")
+  [ -n "$id" ] || { echo "n$1 is not in member list" >&2; exit 1; }
+  set_members $(members | grep -vx -- "$i")
+  ctl --endpoints="$(endpoints)" member remove "$id"
+  # The removed member exits by itself (status 1) once it applied its removal.
+  local pid deadline=$((SECONDS + 10))
+  pid=$(cat "$dir/n$1.pid" 2>/dev/null || true)
+  while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+  rm -f "$dir/n$1.pid"
+}
+
+cmd_replace_node() {
+  local i
+  i=$(node_arg "${1:-}")
+  kill -9 "$(cat "$dir/n$1.pid")" 2>/dev/null || true
+  rm -rf "${dir:?}/n$1" "$dir/n$1.pid"
+  cmd_remove_node "$1"
+  cmd_add_node "$1"
 }
 
 cmd_kill() {
@@ -228,6 +314,9 @@ case "${1:-}" in
   kill) cmd_kill "${2:-}" ;;
   start-node) cmd_start_node "${2:-}" ;;
   endpoints) endpoints ;;
+  add-node) cmd_add_node "${2:-}" ;;
+  remove-node) cmd_remove_node "${2:-}" ;;
+  replace-node) cmd_replace_node "${2:-}" ;;
   certs) make_certs; echo "$certs" ;;
-  *) echo "usage: $0 [--tls] start|stop|status|demo|leader|kill N|start-node N|endpoints|certs" >&2; exit 2 ;;
+  *) echo "usage: $0 [--tls] start|stop|status|demo|leader|kill N|start-node N|add-node N|remove-node N|replace-node N|endpoints|certs" >&2; exit 2 ;;
 esac

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <set>
 
 #include "client_port_mux.h"
 #include "disk_failpoint.h"
@@ -357,10 +358,19 @@ void EpochNode::Impl::BuildReplication() {
     const PublishedMember* p = FindPublished(*published, id.value());
     return p == nullptr ? std::string() : p->name;
   };
+  // Removed members' names are free again: a replacement may join under the same name.
   topts.member_names = [this] {
+    std::set<std::uint64_t> removed;
+    for (const v1::ClusterMember& m : store_->MemberTable()->members()) {
+      if (m.removed()) removed.insert(m.id());
+    }
     std::vector<std::string> names;
-    for (const MemberInfo& m : config_.members) names.push_back(m.name);
-    for (const PublishedMember& p : *store_->Members()) names.push_back(p.name);
+    for (const MemberInfo& m : config_.members) {
+      if (!removed.contains(m.id.value())) names.push_back(m.name);
+    }
+    for (const PublishedMember& p : *store_->Members()) {
+      if (!removed.contains(p.id)) names.push_back(p.name);
+    }
     return names;
   };
   transport_ = std::make_unique<PeerTransport>(
