@@ -2,8 +2,9 @@
 // mid-write retry under the same key and every write is applied exactly once (each key is
 // written once, so a second apply would show as version 2); a repeated key is answered with the
 // first answer across a leader change and a full restart of a cluster whose log was compacted
-// (the table lives in the store the snapshots carry); a repeat after the key's window gets the
-// clear FAILED_PRECONDITION, not a second apply.
+// (the table lives in the store the snapshots carry), and from a member that caught up by a
+// snapshot install once it leads; a repeat after the key's window gets the clear
+// FAILED_PRECONDITION, not a second apply.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -266,6 +267,42 @@ TEST_CASE(
       MustKeyedPut(*cluster, *restarted, client_id, 3, 1000, "once/y", "3");
   CHECK_FALSE(fresh.replayed());
   CHECK(MustRange(*cluster, *restarted, "once/y").kvs(0).version() == 2);
+}
+
+TEST_CASE("a member that caught up by snapshot install replays a key once it leads",
+          "[integration][idempotent]") {
+  std::vector<std::string> flags = test::ClusterOptions{}.extra_flags;
+  flags.insert(flags.end(), {"--snapshot-count", "20", "--snapshot-catchup-entries", "5"});
+  auto cluster = StartCluster(3, std::move(flags));
+  Result<int> leader = cluster->WaitForLeader(seconds(10));
+  REQUIRE(leader.ok());
+  const int behind = (*leader + 1) % cluster->size();
+  REQUIRE(cluster->Stop(behind).ok());
+
+  const std::string client_id = "integration-client-2";
+  v1::IdempotentPutResponse first =
+      MustKeyedPut(*cluster, *leader, client_id, 1, 120'000, "snap/x", "1");
+  CHECK_FALSE(first.replayed());
+  // The log moves past what the stopped member has: it can only catch up by snapshot.
+  auto kv = pb::KV::NewStub(cluster->Channel(*leader));
+  for (int i = 0; i < 60; ++i) REQUIRE(Put(*kv, fmt::format("filler/{}", i), "f").ok());
+
+  REQUIRE(cluster->StartNode(behind).ok());
+  REQUIRE(cluster->WaitHealthy(seconds(30)).ok());
+  CHECK(Eventually(
+      [&] { return cluster->Metric(behind, "epoch_snapshots_installed_total").value_or(0) >= 1; },
+      seconds(10), kProcessPoll));
+  EtcdctlOk(*cluster, {"move-leader", Hex(cluster->node(behind).member_id)});
+  Result<int> moved = cluster->WaitForLeader(seconds(10));
+  REQUIRE(moved.ok());
+  REQUIRE(*moved == behind);
+  // Answered by the member whose table came with the snapshot.
+  v1::IdempotentPutResponse again =
+      MustKeyedPut(*cluster, behind, client_id, 1, 120'000, "snap/x", "1");
+  CHECK(again.replayed());
+  CHECK(again.response().header().revision() == first.response().header().revision());
+  CHECK(again.response().header().member_id() == cluster->node(behind).member_id);
+  CHECK(MustRange(*cluster, behind, "snap/x").kvs(0).version() == 1);
 }
 
 TEST_CASE("malformed idempotency keys and read-only txns are refused",
