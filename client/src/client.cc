@@ -10,10 +10,12 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <random>
 #include <string_view>
 #include <utility>
 
 #include "epoch/client/errors.h"
+#include "epoch/v1/epoch.grpc.pb.h"
 #include "grpc_status.h"
 
 namespace epoch::client {
@@ -28,10 +30,33 @@ namespace {
 // client endpoint. Optional: without it the client asks every endpoint for its Status.
 constexpr std::string_view kLeaderHintKey = "epoch-leader-endpoint";
 
+// How long past a keyed write's deadline the server remembers its answer (the key's ttl_ms is
+// the call's remaining time plus this).
+constexpr std::chrono::milliseconds kKeyedWriteTtlMargin{60'000};
+
 // How long a client with a password sends calls without a token after the cluster said auth is
 // off, before it tries Authenticate again (auth may be enabled meanwhile; a call refused for
 // lack of a user does not trigger it sooner).
 constexpr std::chrono::seconds kAuthOffRecheck{1};
+
+// A client session id for epoch.v1.Idempotent keys: 16 random bytes, unique per Client.
+std::string RandomClientId() {
+  std::random_device device;
+  std::string id(16, '\0');
+  for (char& c : id) c = static_cast<char>(device() & 0xff);
+  return id;
+}
+
+// Whether any branch of `txn`, at any depth, writes (the server's IsReadOnlyTxn, mirrored).
+bool TxnWrites(const etcdserverpb::TxnRequest& txn) {
+  for (const auto* ops : {&txn.success(), &txn.failure()}) {
+    for (const etcdserverpb::RequestOp& op : *ops) {
+      if (op.has_request_put() || op.has_request_delete_range()) return true;
+      if (op.has_request_txn() && TxnWrites(op.request_txn())) return true;
+    }
+  }
+  return false;
+}
 
 std::string StripScheme(std::string endpoint) {
   for (std::string_view scheme : {"http://", "https://"}) {
@@ -86,6 +111,7 @@ struct Endpoint {
   std::unique_ptr<etcdserverpb::Cluster::Stub> cluster;
   std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
   std::unique_ptr<etcdserverpb::Auth::Stub> auth;
+  std::unique_ptr<v1::Idempotent::Stub> idempotent;
 };
 
 struct Client::Impl {
@@ -101,6 +127,12 @@ struct Client::Impl {
   // enabled"): calls go without a token, as etcd's Go client does. Guarded by authenticate_mu.
   SteadyTime auth_off_until{};
   std::atomic<std::uint64_t> authentications{0};
+  // epoch.v1.Idempotent keys: this client's session id and its next sequence number.
+  const std::string client_id = RandomClientId();
+  std::atomic<std::uint64_t> next_sequence{1};
+  // Set once a server answered UNIMPLEMENTED for epoch.v1.Idempotent (etcd): writes go to KV.
+  std::atomic<bool> idempotent_unsupported{false};
+  std::atomic<std::uint64_t> replayed_writes{0};
 
   bool PasswordAuth() const { return !options.user.empty() && !options.password.empty(); }
 
@@ -183,6 +215,12 @@ struct Client::Impl {
                                   bool with_token = true);
   template <typename Response, typename Fn>
   Result<Response> CallWrite(std::string_view what, const CallOptions& call, Fn&& fn);
+  template <typename Keyed, typename Fn>
+  Result<Keyed> CallKeyed(std::string_view what, const CallOptions& call, SteadyTime deadline,
+                          Fn&& fn);
+  template <typename Response, typename Keyed, typename KeyedFn, typename PlainFn>
+  Result<Response> CallKeyedWrite(std::string_view what, const CallOptions& call, KeyedFn&& keyed,
+                                  PlainFn&& plain);
   Result<std::size_t> DiscoverLeader(SteadyTime deadline, const std::stop_token& stop);
   Result<etcdserverpb::StatusResponse> StatusOf(std::size_t index, SteadyTime deadline,
                                                 const std::stop_token& stop);
@@ -296,6 +334,110 @@ Result<Response> Client::Impl::CallWrite(std::string_view what, const CallOption
     const auto remaining = deadline - std::chrono::steady_clock::now();
     SleepFor(std::min<std::chrono::nanoseconds>(backoff.NextDelay(), remaining), call.stop);
   }
+}
+
+// Writes through epoch.v1.Idempotent under one key for all attempts: an attempt whose outcome
+// is unknown (transport failure, "leader changed", "request timed out") is sent again, on
+// another endpoint if need be, until an answer is known or the deadline passes; the server
+// applies the key at most once and answers a repeat with the first answer. Ends in
+// OutcomeUnknown only when the deadline or a stop request cuts the retries short, or the server
+// says the key's record expired. A server without the service (UNIMPLEMENTED) acted on nothing:
+// remembered, and the write goes to KV once more.
+template <typename Keyed, typename Fn>
+Result<Keyed> Client::Impl::CallKeyed(std::string_view what, const CallOptions& call,
+                                      SteadyTime deadline, Fn&& fn) {
+  v1::IdempotencyKey key;
+  key.set_client_id(client_id);
+  key.set_sequence(next_sequence.fetch_add(1, std::memory_order_relaxed));
+  // Remembered past the last moment this call may resend it; a later repeat cannot happen, and
+  // the server would refuse it anyway (its client watermark), so a short window is safe and
+  // keeps the server's table small.
+  key.set_ttl_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                     deadline - std::chrono::steady_clock::now() + kKeyedWriteTtlMargin)
+                     .count());
+  Backoff backoff = NewBackoff();
+  Status last = Status::Unavailable(fmt::format("{}: no attempt made", what));
+  bool sent = false;  // an attempt reached a server and may have been applied
+  bool reauthenticated = false;
+  auto give_up = [&] { return sent ? OutcomeUnknown(last) : StoppedStatus(call, last); };
+  while (true) {
+    if (call.stop.stop_requested() || std::chrono::steady_clock::now() >= deadline) {
+      return give_up();
+    }
+    const std::size_t index = preferred.load();
+    Endpoint& endpoint = endpoints[index];
+    if (!Connect(index, deadline, call.stop)) {
+      last = Status::Unavailable(fmt::format("{}: cannot connect to {}", what, endpoint.target));
+      Rotate(index);
+    } else {
+      Result<std::string> token = Token(deadline, call.stop);
+      if (!token.ok()) return sent ? OutcomeUnknown(token.status()) : token.status();
+      grpc::ClientContext context;
+      // An attempt that hangs (its member died without closing the connection) must leave time
+      // for the next one.
+      PrepareContext(
+          context,
+          std::min(deadline, std::chrono::steady_clock::now() + options.keyed_attempt_timeout),
+          *token);
+      Keyed response;
+      grpc::Status result;
+      {
+        std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
+        result = fn(endpoint, &context, key, &response);
+      }
+      if (result.error_code() == grpc::StatusCode::UNIMPLEMENTED && !sent) {
+        idempotent_unsupported.store(true);
+        return Status::NotFound("epoch.v1.Idempotent is not served");  // see CallKeyedWrite
+      }
+      Classified c = internal::Classify(result);
+      if (c.disposition == Disposition::kOk) {
+        if (response.replayed()) replayed_writes.fetch_add(1, std::memory_order_relaxed);
+        return response;
+      }
+      last = c.status.Annotate(fmt::format("{} on {}", what, endpoint.target));
+      if (!reauthenticated && Refused(c.status, *token)) {
+        reauthenticated = true;
+        continue;
+      }
+      if (c.status.Is(ErrorId::kIdempotencyExpired)) return OutcomeUnknown(last);
+      if (c.disposition == Disposition::kFinal) return last;
+      if (c.disposition == Disposition::kStopped &&
+          (call.stop.stop_requested() || std::chrono::steady_clock::now() >= deadline)) {
+        return OutcomeUnknown(last);
+      }
+      // A transient failure, or the attempt's own deadline: it may have applied.
+      if (c.disposition != Disposition::kNotApplied) sent = true;
+      if (c.not_leader) {
+        if (!FollowHint(context) && !DiscoverLeader(deadline, call.stop).ok()) Rotate(index);
+      } else {
+        Rotate(index);
+      }
+    }
+    // Unlike a plain write, the attempt bound does not end a keyed write whose outcome is
+    // unknown: only the deadline does.
+    if (backoff.Exhausted() && !sent) return last;
+    if (backoff.Exhausted()) backoff.Reset();
+    const auto remaining = deadline - std::chrono::steady_clock::now();
+    SleepFor(std::min<std::chrono::nanoseconds>(backoff.NextDelay(), remaining), call.stop);
+  }
+}
+
+template <typename Response, typename Keyed, typename KeyedFn, typename PlainFn>
+Result<Response> Client::Impl::CallKeyedWrite(std::string_view what, const CallOptions& call,
+                                              KeyedFn&& keyed, PlainFn&& plain) {
+  const SteadyTime deadline = DeadlineOf(call);
+  if (!idempotent_unsupported.load()) {
+    Result<Keyed> r = CallKeyed<Keyed>(what, call, deadline, keyed);
+    if (r.ok()) return std::move(*r->mutable_response());
+    if (!idempotent_unsupported.load()) return r.status();
+  }
+  CallOptions rest = call;
+  rest.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  if (rest.timeout->count() <= 0) {
+    return Status::Timeout(fmt::format("{}: deadline exceeded", what));
+  }
+  return CallWrite<Response>(what, rest, plain);
 }
 
 template <typename Response, typename Fn>
@@ -439,6 +581,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     endpoint.cluster = etcdserverpb::Cluster::NewStub(endpoint.channel);
     endpoint.maintenance = etcdserverpb::Maintenance::NewStub(endpoint.channel);
     endpoint.auth = etcdserverpb::Auth::NewStub(endpoint.channel);
+    endpoint.idempotent = v1::Idempotent::NewStub(endpoint.channel);
     impl->endpoints.push_back(std::move(endpoint));
   }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -466,6 +609,8 @@ bool Client::DropToken(const std::string& token) {
 }
 
 std::uint64_t Client::authentications() const { return impl_->authentications.load(); }
+std::uint64_t Client::replayed_writes() const { return impl_->replayed_writes.load(); }
+bool Client::idempotent_writes() const { return !impl_->idempotent_unsupported.load(); }
 
 Result<etcdserverpb::RangeResponse> Client::Range(const etcdserverpb::RangeRequest& request,
                                                   const CallOptions& call) {
@@ -477,27 +622,56 @@ Result<etcdserverpb::RangeResponse> Client::Range(const etcdserverpb::RangeReque
 
 Result<etcdserverpb::PutResponse> Client::Put(const etcdserverpb::PutRequest& request,
                                               const CallOptions& call) {
-  return impl_->CallWrite<etcdserverpb::PutResponse>(
-      "Put", call, [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::PutResponse* r) {
+  return impl_->CallKeyedWrite<etcdserverpb::PutResponse, v1::IdempotentPutResponse>(
+      "Put", call,
+      [&](Endpoint& e, grpc::ClientContext* c, const v1::IdempotencyKey& key,
+          v1::IdempotentPutResponse* r) {
+        v1::IdempotentPutRequest keyed;
+        *keyed.mutable_idempotency() = key;
+        *keyed.mutable_request() = request;
+        return e.idempotent->Put(c, keyed, r);
+      },
+      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::PutResponse* r) {
         return e.kv->Put(c, request, r);
       });
 }
 
 Result<etcdserverpb::DeleteRangeResponse> Client::DeleteRange(
     const etcdserverpb::DeleteRangeRequest& request, const CallOptions& call) {
-  return impl_->CallWrite<etcdserverpb::DeleteRangeResponse>(
-      "DeleteRange", call,
-      [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::DeleteRangeResponse* r) {
-        return e.kv->DeleteRange(c, request, r);
-      });
+  return impl_
+      ->CallKeyedWrite<etcdserverpb::DeleteRangeResponse, v1::IdempotentDeleteRangeResponse>(
+          "DeleteRange", call,
+          [&](Endpoint& e, grpc::ClientContext* c, const v1::IdempotencyKey& key,
+              v1::IdempotentDeleteRangeResponse* r) {
+            v1::IdempotentDeleteRangeRequest keyed;
+            *keyed.mutable_idempotency() = key;
+            *keyed.mutable_request() = request;
+            return e.idempotent->DeleteRange(c, keyed, r);
+          },
+          [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::DeleteRangeResponse* r) {
+            return e.kv->DeleteRange(c, request, r);
+          });
 }
 
 Result<etcdserverpb::TxnResponse> Client::Txn(const etcdserverpb::TxnRequest& request,
                                               const CallOptions& call) {
-  return impl_->CallWrite<etcdserverpb::TxnResponse>(
-      "Txn", call, [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::TxnResponse* r) {
-        return e.kv->Txn(c, request, r);
-      });
+  auto plain = [&](Endpoint& e, grpc::ClientContext* c, etcdserverpb::TxnResponse* r) {
+    return e.kv->Txn(c, request, r);
+  };
+  // A txn that cannot write changes nothing: retried as a read.
+  if (!TxnWrites(request)) {
+    return impl_->CallIdempotent<etcdserverpb::TxnResponse>("Txn", call, plain);
+  }
+  return impl_->CallKeyedWrite<etcdserverpb::TxnResponse, v1::IdempotentTxnResponse>(
+      "Txn", call,
+      [&](Endpoint& e, grpc::ClientContext* c, const v1::IdempotencyKey& key,
+          v1::IdempotentTxnResponse* r) {
+        v1::IdempotentTxnRequest keyed;
+        *keyed.mutable_idempotency() = key;
+        *keyed.mutable_request() = request;
+        return e.idempotent->Txn(c, keyed, r);
+      },
+      plain);
 }
 
 Result<etcdserverpb::CompactionResponse> Client::Compact(

@@ -82,6 +82,8 @@ constexpr std::array kAll = {
     e::kLeaderUnreachable,
     e::kOutcomeUnknown,
     e::kTxnReadTooLarge,
+    e::kIdempotencyExpired,
+    e::kIdempotencyTableFull,
 };
 
 // The table is indexed by id: an entry out of order is a compile error, not a wrong lookup.

@@ -101,10 +101,12 @@ enum class ErrorId : std::uint16_t {
   kInvalidAuthMgmt,
   kAuthOldRevision,
   // Epoch's own.
-  kProposalDropped,    // the Raft core refused a proposal (no leader yet, transfer in progress)
-  kLeaderUnreachable,  // the leader's endpoint is not connected: the request was NOT sent
-  kOutcomeUnknown,     // client: a write reached a server and may or may not have been applied
-  kTxnReadTooLarge,    // a write txn's reads visit more keys than its entry allows
+  kProposalDropped,       // the Raft core refused a proposal (no leader yet, transfer in progress)
+  kLeaderUnreachable,     // the leader's endpoint is not connected: the request was NOT sent
+  kOutcomeUnknown,        // client: a write reached a server and may or may not have been applied
+  kTxnReadTooLarge,       // a write txn's reads visit more keys than its entry allows
+  kIdempotencyExpired,    // a session key at or below its client's expired watermark
+  kIdempotencyTableFull,  // the idempotency table is at its records or bytes bound
 };
 
 struct EtcdError {
@@ -254,6 +256,15 @@ inline constexpr EtcdError kOutcomeUnknown{ErrorId::kOutcomeUnknown, GrpcCode::k
 inline constexpr EtcdError kTxnReadTooLarge{
     ErrorId::kTxnReadTooLarge, GrpcCode::kInvalidArgument,
     "epoch: a transaction with writes may read at most --max-txn-read-keys keys"};
+// epoch.v1.Idempotent: the key's record expired, so whether the first attempt applied is not
+// known; the request was not applied now.
+inline constexpr EtcdError kIdempotencyExpired{ErrorId::kIdempotencyExpired,
+                                               GrpcCode::kFailedPrecondition,
+                                               "epoch: idempotency key expired; outcome unknown"};
+inline constexpr EtcdError kIdempotencyTableFull{
+    ErrorId::kIdempotencyTableFull, GrpcCode::kResourceExhausted,
+    "epoch: idempotency table full (--idempotency-max-records / --idempotency-max-bytes); "
+    "request not applied"};
 }  // namespace etcd_errors
 
 // Every error above, in ErrorId order (index = ErrorId - 1), for lookups and tests.

@@ -3,48 +3,25 @@
 #include <fmt/format.h>
 
 #include "epoch/etcd_errors.h"
-#include "epoch/peer/leader_forwarder.h"
 #include "epoch/rpc/async_rpc.h"
 #include "epoch/rpc/grpc_util.h"
 #include "epoch/state/auth_state.h"
 #include "epoch/state/kv_validation.h"
+#include "kv_write.h"
 
 namespace epoch::server {
-namespace {
-
-bool IsForwarded(const rpc::CallContext* ctx) {
-  return ctx->client_metadata().count(kForwardedMetadata) > 0;
-}
-
-}  // namespace
 
 template <typename Response, typename Extract>
 rpc::UnaryReactor* KvService::WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
                                               Response* response, Extract extract) {
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
-  Status size = ValidateRequestSize(request.ByteSizeLong(), node_.config().limits);
-  if (!size.ok()) {
-    reactor->Finish(ToGrpc(size));
-    return reactor;
-  }
-  auto finish = [this, reactor, response, extract](const Status& s, const v1::InternalResponse& r) {
-    if (!s.ok()) return reactor->Finish(ToGrpc(s));
-    *response = extract(r);
-    node_.FillHeader(response->mutable_header());
-    reactor->Finish(grpc::Status::OK);
-  };
-  // A forwarded write is proposed here or refused: it never travels a second hop.
-  if (IsForwarded(ctx) && node_.driver().status().role != raft::Role::kLeader) {
-    finish(etcd_errors::kNotLeader.ToStatus(), {});
-    return reactor;
-  }
-  // The answer comes on the Raft strand (leader) or the peer thread (a forwarded write): finish
-  // on the gRPC thread, where the answers one apply releases share one hop and each Finish costs
-  // no wake-up (as for a follower's reads, NodeContext::ReadBarrier).
-  node_.Write(std::move(request), ctx->deadline(),
-              [this, finish = std::move(finish)](const Status& s, const v1::InternalResponse& r) {
-                node_.client_queue().Dispatch([finish, s, r] { finish(s, r); });
-              });
+  WriteKv(node_, *ctx, std::move(request),
+          [this, reactor, response, extract](const Status& s, const v1::InternalResponse& r) {
+            if (!s.ok()) return reactor->Finish(ToGrpc(s));
+            *response = extract(r);
+            node_.FillHeader(response->mutable_header());
+            reactor->Finish(grpc::Status::OK);
+          });
   return reactor;
 }
 
@@ -103,21 +80,12 @@ rpc::UnaryReactor* KvService::Range(rpc::CallContext* ctx,
 rpc::UnaryReactor* KvService::Put(rpc::CallContext* ctx, const etcdserverpb::PutRequest* request,
                                   etcdserverpb::PutResponse* response) {
   v1::InternalRequest internal;
-  Status valid = ValidatePut(*request);
-  if (valid.ok()) {
-    valid = node_.auth().Authorize(
-        *ctx,
-        [request](const AuthState& a, std::string_view user) {
-          return CheckPutPermission(a, user, *request);
-        },
-        &internal);
-  }
+  Status valid = PreparePut(node_, *ctx, *request, &internal);
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }
-  *internal.mutable_put() = *request;
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.put(); });
 }
@@ -126,21 +94,12 @@ rpc::UnaryReactor* KvService::DeleteRange(rpc::CallContext* ctx,
                                           const etcdserverpb::DeleteRangeRequest* request,
                                           etcdserverpb::DeleteRangeResponse* response) {
   v1::InternalRequest internal;
-  Status valid = ValidateDeleteRange(*request);
-  if (valid.ok()) {
-    valid = node_.auth().Authorize(
-        *ctx,
-        [request](const AuthState& a, std::string_view user) {
-          return CheckDeleteRangePermission(a, user, *request);
-        },
-        &internal);
-  }
+  Status valid = PrepareDeleteRange(node_, *ctx, *request, &internal);
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }
-  *internal.mutable_delete_range() = *request;
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.delete_range(); });
 }
@@ -148,15 +107,7 @@ rpc::UnaryReactor* KvService::DeleteRange(rpc::CallContext* ctx,
 rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::TxnRequest* request,
                                   etcdserverpb::TxnResponse* response) {
   v1::InternalRequest internal;
-  Status valid = ValidateTxn(*request, node_.config().limits);
-  if (valid.ok()) {
-    valid = node_.auth().Authorize(
-        *ctx,
-        [request](const AuthState& a, std::string_view user) {
-          return CheckTxnPermission(a, user, *request);
-        },
-        &internal);
-  }
+  Status valid = PrepareTxn(node_, *ctx, *request, &internal);
   if (!valid.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(valid));
@@ -178,8 +129,6 @@ rpc::UnaryReactor* KvService::Txn(rpc::CallContext* ctx, const etcdserverpb::Txn
     });
     return reactor;
   }
-  *internal.mutable_txn() = *request;
-  internal.set_txn_read_keys_max(node_.config().limits.max_txn_read_keys);
   return WriteThroughLog(ctx, std::move(internal), response,
                          [](const v1::InternalResponse& r) { return r.txn(); });
 }

@@ -15,6 +15,7 @@
 #include "epoch/api/auth_service.h"
 #include "epoch/api/cluster_service.h"
 #include "epoch/api/election_service.h"
+#include "epoch/api/idempotent_service.h"
 #include "epoch/api/kv_service.h"
 #include "epoch/api/lease_service.h"
 #include "epoch/api/lock_service.h"
@@ -194,6 +195,7 @@ class EpochNode::Impl {
   std::unique_ptr<LeaseManager> lease_manager_;
   std::unique_ptr<rpc::Server> rpc_server_;  // the services' completion queues and threads
   std::unique_ptr<KvService> kv_service_;
+  std::unique_ptr<IdempotentService> idempotent_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
   std::unique_ptr<ClusterService> cluster_service_;
   std::unique_ptr<EtcdLeaseService> etcd_lease_service_;
@@ -429,6 +431,7 @@ void EpochNode::Impl::BuildServices() {
   lease_manager_ = std::make_unique<LeaseManager>(*context_, LeaseOptions{});
   rpc_server_ = std::make_unique<rpc::Server>(config_.grpc_threads);
   kv_service_ = std::make_unique<KvService>(*context_);
+  idempotent_service_ = std::make_unique<IdempotentService>(*context_);
   maintenance_service_ = std::make_unique<MaintenanceService>(
       *context_, *snapshots_, config_.snapshot.archive_message_bytes, executors_.maintenance());
   cluster_service_ = std::make_unique<ClusterService>(*context_);
@@ -444,6 +447,7 @@ void EpochNode::Impl::BuildServices() {
   election_service_ = std::make_unique<ElectionService>(*context_, *recipe_feed_);
   auth_service_ = std::make_unique<AuthService>(*context_);
   kv_service_->Register(*rpc_server_);
+  idempotent_service_->Register(*rpc_server_);
   maintenance_service_->Register(*rpc_server_);
   cluster_service_->Register(*rpc_server_);
   etcd_lease_service_->Register(*rpc_server_);
@@ -456,9 +460,9 @@ void EpochNode::Impl::BuildServices() {
   for (const char* served :
        {etcdserverpb::KV::service_full_name(), etcdserverpb::Maintenance::service_full_name(),
         etcdserverpb::Cluster::service_full_name(), etcdserverpb::Lease::service_full_name(),
-        v1::Lease::service_full_name(), etcdserverpb::Watch::service_full_name(),
-        v3lockpb::Lock::service_full_name(), v3electionpb::Election::service_full_name(),
-        etcdserverpb::Auth::service_full_name()}) {
+        v1::Lease::service_full_name(), v1::Idempotent::service_full_name(),
+        etcdserverpb::Watch::service_full_name(), v3lockpb::Lock::service_full_name(),
+        v3electionpb::Election::service_full_name(), etcdserverpb::Auth::service_full_name()}) {
     grpc_metrics_.PreRegister(served);
   }
 }
@@ -675,6 +679,7 @@ HttpReply EpochNode::Impl::Metrics() {
   peer_drops_.RenderMetrics(m);
   watch_service_->RenderMetrics(m);
   kv_service_->RenderMetrics(m);
+  idempotent_service_->RenderMetrics(m);
   auth_service_->RenderMetrics(m);
   RenderEtcdMetrics(m, EtcdMetricSources{s, store_.get(), context_->space_quota().SizeBytes(),
                                          context_->space_quota().quota_bytes(),

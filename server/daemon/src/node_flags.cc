@@ -120,6 +120,34 @@ PeerTlsOptions PeerTlsOptionsOf(const NodeConfig& c) {
   return o;
 }
 
+namespace {
+
+// epoch.v1.Idempotent's bounds (NodeConfig::IdempotencyLimits).
+void AddIdempotencyFlags(CLI::App& app, NodeConfig::IdempotencyLimits& l) {
+  app.add_option_function<std::int64_t>(
+         "--idempotency-default-ttl-ms",
+         [&l](std::int64_t ms) { l.default_ttl = std::chrono::milliseconds(ms); },
+         "How long an epoch.v1.Idempotent answer is remembered when the request names no TTL "
+         "(default 600000; capped by --idempotency-max-ttl-ms)")
+      ->check(CLI::Range(std::int64_t{1000}, std::int64_t{86'400'000}));
+  app.add_option_function<std::int64_t>(
+         "--idempotency-max-ttl-ms",
+         [&l](std::int64_t ms) { l.max_ttl = std::chrono::milliseconds(ms); },
+         "Longest time an epoch.v1.Idempotent answer is remembered; longer requests are capped "
+         "(default 86400000)")
+      ->check(CLI::Range(std::int64_t{1000}, std::int64_t{86'400'000}));
+  app.add_option("--idempotency-max-records", l.records_max,
+                 "Records the idempotency table may hold (answers and client watermarks); a "
+                 "keyed write past it is refused with RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  app.add_option("--idempotency-max-bytes", l.bytes_max,
+                 "Bytes the idempotency table may hold; a keyed write past it is refused with "
+                 "RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(std::int64_t{1} << 16, std::int64_t{1} << 40));
+}
+
+}  // namespace
+
 void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
   app.add_option("--config-file", f.config_file,
                  "etcd's YAML configuration file; when given, other flags and EPOCH_*/ETCD_* "
@@ -296,6 +324,7 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Restore this `etcdctl snapshot save` file into the empty --data-dir as a member "
                  "of the new cluster given by --initial-cluster, then exit (server/SNAPSHOT.md)");
   AddPeerTlsFlags(app, c.peer_tls);
+  AddIdempotencyFlags(app, c.idempotency);
 }
 
 // --auth-token: "simple", or "jwt," and etcd's options, the keys read and checked here.

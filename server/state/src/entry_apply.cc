@@ -292,12 +292,21 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
   EPOCH_RETURN_IF_ERROR(PruneIdempotency(*ctx.reader, ctx.batch, meta->cluster_time_ms,
                                          ctx.options->idempotency_prune_per_apply,
                                          ctx.idempotency_hint));
-  const bool keyed = !req.idempotency_key().empty();
-  if (keyed) {
-    Result<std::optional<v1::StoredIdempotency>> seen =
-        LookupIdempotency(*ctx.reader, req.idempotency_key(), meta->cluster_time_ms);
-    if (!seen.ok()) return seen.status();
-    if (seen->has_value()) return Replay(**seen, meta->revision);
+  const std::optional<IdempotencyId> key = IdempotencyIdOf(req);
+  if (key.has_value()) {
+    Result<IdempotencyDecision> decision =
+        DecideIdempotency(*ctx.reader, *key, req, meta->cluster_time_ms);
+    if (!decision.ok()) return decision.status();
+    switch (decision->kind) {
+      case IdempotencyDecision::Kind::kReplay: return Replay(decision->record, meta->revision);
+      case IdempotencyDecision::Kind::kRefuse: {
+        ApplyResult refused;
+        refused.revision = meta->revision;
+        refused.status = decision->refusal;
+        return refused;
+      }
+      case IdempotencyDecision::Kind::kApply: break;
+    }
   }
 
   ApplyResult out;
@@ -321,11 +330,11 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
 
   // A request the capped store refused did nothing: a retry after the alarm is cleared must
   // apply, not replay the refusal.
-  if (keyed && !IsNoSpace(out.status)) {
+  if (key.has_value() && !IsNoSpace(out.status)) {
     std::int64_t ttl_ms = req.idempotency_ttl_ms() > 0 ? req.idempotency_ttl_ms()
                                                        : ctx.options->idempotency_default_ttl_ms;
     ttl_ms = std::min(ttl_ms, ctx.options->idempotency_max_ttl_ms);
-    EPOCH_RETURN_IF_ERROR(RememberIdempotency(ctx.batch, req.idempotency_key(),
+    EPOCH_RETURN_IF_ERROR(RememberIdempotency(*ctx.reader, ctx.batch, *key, req.auth_user(),
                                               meta->cluster_time_ms + ttl_ms, out.response,
                                               out.status, ctx.idempotency_hint));
   }

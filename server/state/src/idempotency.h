@@ -4,6 +4,15 @@
 // again. Expired records are removed a few at a time as entries are applied, so the work per entry
 // stays bounded.
 //
+// Two kinds of key. A free-form key is forgotten when its record expires. A session key (client
+// id + sequence number, Raft thesis §6.3) leaves a trace when its record is pruned: the client's
+// watermark, the highest sequence whose record expired, kept kWatermarkRetentionMs longer. A
+// session request at or below the watermark, or whose record expired but is not pruned yet, is
+// refused with kIdempotencyExpired: a late retry is never applied a second time.
+//
+// The table is bounded by the records and bytes limits each keyed entry carries (set by its
+// proposer), against the usage kept in meta "idempotency_usage".
+//
 // Thread-safety: applier thread only.
 #pragma once
 
@@ -12,18 +21,43 @@
 #include <climits>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
+#include "epoch/state/kv_validation.h"
 #include "epoch/status.h"
 #include "epoch/v1/internal.pb.h"
 #include "store_reader.h"
 
 namespace epoch::server {
 
-// The remembered record for `key` if it has not expired at `now_ms`.
-Result<std::optional<v1::StoredIdempotency>> LookupIdempotency(const StoreReader& reader,
-                                                               std::string_view key,
-                                                               std::int64_t now_ms);
+// How long a client's watermark outlives the expiry of the record that raised it. A retry later
+// than this after its record expired is applied again: clients retry for seconds, not days.
+inline constexpr std::int64_t kWatermarkRetentionMs = 7LL * 24 * 60 * 60 * 1000;
+
+// Which record of the table a keyed request names.
+struct IdempotencyId {
+  std::string record_key;  // within the 'd' table: kind byte, then the key (key_encoding.h)
+  std::string client_id;   // session keys only
+  std::uint64_t sequence = 0;
+
+  [[nodiscard]] bool session() const { return !client_id.empty(); }
+};
+
+// The request's key, or nullopt when it carries none.
+std::optional<IdempotencyId> IdempotencyIdOf(const v1::InternalRequest& request);
+
+// What to do with a keyed request before it is applied.
+struct IdempotencyDecision {
+  enum class Kind { kApply, kReplay, kRefuse };
+  Kind kind = Kind::kApply;
+  v1::StoredIdempotency record;  // kReplay
+  Status refusal;                // kRefuse: the request is neither applied nor remembered
+};
+
+Result<IdempotencyDecision> DecideIdempotency(const StoreReader& reader, const IdempotencyId& id,
+                                              const v1::InternalRequest& request,
+                                              std::int64_t now_ms);
 
 // What the applier knows, in memory, about the earliest expiry in the table: no record expires
 // before `earliest_ms`. It lets PruneIdempotency skip the table scan on almost every entry
@@ -34,14 +68,20 @@ struct IdempotencyExpiryHint {
   std::int64_t earliest_ms = kUnknownExpiry;
 };
 
-// Remembers the outcome of the request with `key` until `expires_ms`; lowers `hint`.
-Status RememberIdempotency(rocksdb::WriteBatchWithIndex* batch, std::string_view key,
+// Remembers the outcome of the request `id` (stamped with `auth_user`) until `expires_ms`;
+// lowers `hint`.
+Status RememberIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithIndex* batch,
+                           const IdempotencyId& id, std::string_view auth_user,
                            std::int64_t expires_ms, const v1::InternalResponse& response,
                            const Status& status, IdempotencyExpiryHint* hint);
 
-// Removes up to `max_count` records that expired at or before `now_ms`. Scans only when `hint`
-// says something may have expired, and updates it from what the scan saw.
+// Removes up to `max_count` records that expired at or before `now_ms`, raising the watermark of
+// each session record's client. Scans only when `hint` says something may have expired, and
+// updates it from what the scan saw.
 Status PruneIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithIndex* batch,
                         std::int64_t now_ms, int max_count, IdempotencyExpiryHint* hint);
+
+// The table's usage as stored (zero when the meta record is absent).
+Result<v1::StoredIdempotencyUsage> ReadIdempotencyUsage(const StoreReader& reader);
 
 }  // namespace epoch::server

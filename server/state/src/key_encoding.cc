@@ -151,7 +151,33 @@ std::string LeaseAttachKey(LeaseId id, std::string_view user_key) {
   return out;
 }
 
-std::string IdempotencyKey(std::string_view key) { return WithTable(kIdempotencyTable, key); }
+std::string IdempotencyKey(std::string_view record_key) {
+  return WithTable(kIdempotencyTable, record_key);
+}
+
+std::string IdempotencyFreeFormRecord(std::string_view key) { return WithTable('k', key); }
+
+std::string IdempotencySessionRecord(std::string_view client_id, std::uint64_t sequence) {
+  std::string out(1, 's');
+  out.push_back(static_cast<char>(static_cast<std::uint8_t>(client_id.size())));
+  out.append(client_id);
+  PutBigEndian64(&out, sequence);
+  return out;
+}
+
+std::string IdempotencyWatermarkRecord(std::string_view client_id) {
+  return WithTable('w', client_id);
+}
+
+bool ParseIdempotencySessionRecord(std::string_view record_key, std::string* client_id,
+                                   std::uint64_t* sequence) {
+  if (record_key.size() < 2 || record_key[0] != 's') return false;
+  const std::size_t len = static_cast<std::uint8_t>(record_key[1]);
+  if (record_key.size() != 2 + len + 8) return false;
+  *client_id = std::string(record_key.substr(2, len));
+  *sequence = GetBigEndian64(record_key.data() + 2 + len);
+  return true;
+}
 
 std::string IdempotencyExpiryKey(std::int64_t expires_ms, std::string_view key) {
   std::string out(1, kIdempotencyExpiryTable);

@@ -10,8 +10,11 @@
 //   'r' main sub                       -> epoch.v1.StoredEvent (history in revision order)
 //   'l' lease_id                       -> epoch.v1.StoredLease
 //   'a' lease_id user_key              -> ""                (keys attached to a lease)
-//   'd' idempotency_key                -> epoch.v1.StoredIdempotency
-//   'x' expires_ms idempotency_key     -> ""                (idempotency expiry queue)
+//   'd' record_key                     -> epoch.v1.StoredIdempotency, where record_key is
+//       'k' free_form_key                                   (a free-form key's answer)
+//       's' len(client_id) client_id seq                    (a session key's answer; len 1 byte)
+//       'w' client_id                                       (a client's expired watermark)
+//   'x' expires_ms record_key          -> ""                (idempotency expiry queue)
 //
 // esc() escapes 0x00 as 00 ff and terminates with 00 01, so encoded keys sort like the user keys
 // and no encoded key is a prefix of another. Integers are big-endian, so bytewise order is
@@ -55,6 +58,8 @@ inline constexpr std::string_view kMetaMembers = "members";
 inline constexpr std::string_view kMetaAuth = "auth";
 // epoch.v1.StoredMemberTable (epoch/state/member_table.h); absent until the node seeds it.
 inline constexpr std::string_view kMetaMemberTable = "member_table";
+// epoch.v1.StoredIdempotencyUsage; absent = the idempotency table is empty.
+inline constexpr std::string_view kMetaIdempotencyUsage = "idempotency_usage";
 
 // The user-key interval of a RangeRequest/DeleteRangeRequest/Compare (etcd's range_end rules).
 struct KeyRange {
@@ -99,7 +104,14 @@ bool ParseLeaseKey(std::string_view stored_key, LeaseId* id);
 std::string LeaseAttachKey(LeaseId id, std::string_view user_key);
 std::string LeaseAttachPrefix(LeaseId id);
 
-std::string IdempotencyKey(std::string_view key);
+std::string IdempotencyKey(std::string_view record_key);
+// The record keys of the 'd' table (the layout above).
+std::string IdempotencyFreeFormRecord(std::string_view key);
+std::string IdempotencySessionRecord(std::string_view client_id, std::uint64_t sequence);
+std::string IdempotencyWatermarkRecord(std::string_view client_id);
+// Splits a session record key; false if `record_key` is not one.
+bool ParseIdempotencySessionRecord(std::string_view record_key, std::string* client_id,
+                                   std::uint64_t* sequence);
 std::string IdempotencyExpiryKey(std::int64_t expires_ms, std::string_view key);
 // Splits an expiry key; false if malformed.
 bool ParseIdempotencyExpiryKey(std::string_view stored_key, std::int64_t* expires_ms,

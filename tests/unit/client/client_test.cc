@@ -31,8 +31,11 @@ TEST_CASE("Client KV calls against etcd: Put, Range, Txn, DeleteRange, Compact",
   EtcdCluster etcd;
   auto client = NewClient(etcd.Endpoints());
 
+  CHECK(client->idempotent_writes());
   auto put = client->Put("/a/1", "one");
   REQUIRE(put.ok());
+  // etcd has no epoch.v1.Idempotent: the client fell back to KV, for good.
+  CHECK_FALSE(client->idempotent_writes());
   const std::int64_t rev1 = put->header().revision();
   REQUIRE(rev1 >= 2);  // empty store is revision 1
   REQUIRE(client->Put("/a/2", "two").ok());

@@ -3,6 +3,7 @@
 // versions of epochd, so they are pinned too.
 #include <catch2/catch.hpp>
 
+#include "epoch/v1/epoch.pb.h"
 #include "epoch/v1/internal.pb.h"
 #include "raftpb/raft.pb.h"
 #include "wire_test_util.h"
@@ -34,6 +35,29 @@ TEST_CASE("InternalRequest: header fields 1..4, oneof put=10 txn=12", "[proto]")
   REQUIRE(parsed.ParseFromString(r.SerializeAsString()));
   CHECK(parsed.request_case() == epoch::v1::InternalRequest::kTxn);
   CHECK(parsed.cluster_time_ms() == 4);
+}
+
+TEST_CASE("InternalRequest: idempotency session fields 6..9; IdempotencyKey 1..4", "[proto]") {
+  epoch::v1::InternalRequest r;
+  r.set_idempotency_client_id("c");
+  r.set_idempotency_sequence(7);
+  r.set_idempotency_records_max(8);
+  r.set_idempotency_bytes_max(9);
+  CHECK(WireHex(r) ==
+        "320163"
+        "3807"
+        "4008"
+        "4809");
+  epoch::v1::IdempotencyKey key;
+  key.set_key("k");
+  key.set_ttl_ms(2);
+  key.set_client_id("c");
+  key.set_sequence(4);
+  CHECK(WireHex(key) ==
+        "0a016b"
+        "1002"
+        "1a0163"
+        "2004");
 }
 
 TEST_CASE("InternalRequest lease commands round-trip", "[proto]") {

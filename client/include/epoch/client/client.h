@@ -12,12 +12,18 @@
 // std::stop_token (e.g. a Session's): a stop request cancels the call in flight.
 //
 // Retries (docs/etcd-compatibility.md §3.7). Idempotent calls — Range, LeaseRevoke,
-// LeaseTimeToLive, LeaseLeases, LeaseKeepAliveOnce, MemberList, EndpointStatus — are retried on
-// UNAVAILABLE (and the other transient failures of grpc_status.h) with exponential backoff and full
-// jitter (Backoff). Put, DeleteRange, Txn, Compact and LeaseGrant are sent again only when the
-// server provably did not act on them (the endpoint could not be connected, or it answered "not
-// leader", "no leader" or "too many requests"); once sent, any other failure is returned as
-// OutcomeUnknown (errors.h), never retried.
+// LeaseTimeToLive, LeaseLeases, LeaseKeepAliveOnce, MemberList, EndpointStatus, a Txn without
+// writes — are retried on UNAVAILABLE (and the other transient failures of grpc_status.h) with
+// exponential backoff and full jitter (Backoff). Put, DeleteRange and Txn go through Epoch's
+// epoch.v1.Idempotent service under a key of this client's (a random client id + a sequence
+// number per call): a failure that leaves the outcome unknown is retried under the same key
+// until the answer is known or the deadline passes, and the server applies the key at most once
+// (OutcomeUnknown only when the deadline or a stop cuts it short, or the key's record expired).
+// Against a server without that service (etcd answers UNIMPLEMENTED; remembered per Client) they
+// go to KV like Compact and LeaseGrant, which are sent again only when the server provably did
+// not act on them (the endpoint could not be connected, or it answered "not leader", "no leader"
+// or "too many requests"); once sent, any other failure is returned as OutcomeUnknown
+// (errors.h), never retried.
 //
 // Auth. With ClientOptions::user and password the client Authenticates on first use and sends
 // the token on every call and stream. A call refused with etcd's invalid-auth-token error (the
@@ -55,6 +61,9 @@ struct ClientOptions {
   std::chrono::milliseconds call_timeout{5000};
   // How long a write waits for an endpoint's connection before trying the next one (etcdctl: 2 s).
   std::chrono::milliseconds dial_timeout{2000};
+  // A write sent through epoch.v1.Idempotent: the longest one attempt may take before it is
+  // sent again under the same key (the call's deadline still bounds them all).
+  std::chrono::milliseconds keyed_attempt_timeout{2000};
   // Retry pacing; max_attempts bounds the attempts of one call (0 = until the deadline).
   BackoffOptions retry{std::chrono::milliseconds(25), std::chrono::milliseconds(1000), 8};
   // Seeds the jitter of every retry loop (each call derives its own stream from it).
@@ -159,6 +168,13 @@ class Client {
   bool DropToken(const std::string& token);
   // Authenticate calls this client made (successful ones).
   [[nodiscard]] std::uint64_t authentications() const;
+
+  // --- Idempotent writes ---
+  // Whether Put, DeleteRange and writing Txns go through epoch.v1.Idempotent (false once a
+  // server answered that it does not serve it, e.g. etcd: they go to KV from then on).
+  [[nodiscard]] bool idempotent_writes() const;
+  // Keyed writes the server answered from its idempotency table: an earlier attempt had applied.
+  [[nodiscard]] std::uint64_t replayed_writes() const;
 
   struct Impl;
 

@@ -40,8 +40,8 @@ class KvService final : public etcdserverpb::KV::AsyncService {
   void RenderMetrics(MetricsText& m) const;
 
  private:
-  // Validates, proposes (or forwards) `request`, and finishes `reactor` with `extract` applied to
-  // the response computed at apply time.
+  // Writes `request` through the log (src/kv_write.h) and finishes the call with `extract`
+  // applied to the response computed at apply time.
   template <typename Response, typename Extract>
   rpc::UnaryReactor* WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
                                      Response* response, Extract extract);

@@ -165,6 +165,17 @@ struct NodeConfig {
   // --max-response-bytes: the largest Range / read-only Txn answer (etcd has no such bound; its
   // gRPC send limit is 2 GiB). Larger ones are refused with RESOURCE_EXHAUSTED.
   std::size_t max_response_bytes = 64 << 20;
+  // epoch.v1.Idempotent (server/api IdempotentService): --idempotency-default-ttl (a key sent with
+  // ttl_ms 0), --idempotency-max-ttl (longer requests are capped), --idempotency-max-records and
+  // --idempotency-max-bytes (a request that would add a record past either is refused with
+  // RESOURCE_EXHAUSTED; stamped into the entry, so every member applies this member's bound).
+  struct IdempotencyLimits {
+    std::chrono::milliseconds default_ttl{10 * 60 * 1000};
+    std::chrono::milliseconds max_ttl{24 * 60 * 60 * 1000};
+    std::int64_t records_max = 1'000'000;
+    std::int64_t bytes_max = std::int64_t{256} << 20;
+  };
+  IdempotencyLimits idempotency;
   // --max-watchers-per-stream, --watch-control-queue-max (WatchHubOptions).
   std::size_t watchers_per_stream_max = 1000;
   std::size_t watch_control_queue_max = 1024;

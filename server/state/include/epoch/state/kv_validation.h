@@ -38,6 +38,11 @@ Status ValidateTxn(const etcdserverpb::TxnRequest& r, const KvLimits& limits);
 // etcd_errors::kRequestTooLarge when encoded_bytes > limits.max_request_bytes.
 Status ValidateRequestSize(std::size_t encoded_bytes, const KvLimits& limits);
 
+// epoch.v1.Idempotent keys: the longest session client id (the client library sends 16 random
+// bytes) and the longest free-form key accepted.
+inline constexpr std::size_t kIdempotencyClientIdMax = 64;
+inline constexpr std::size_t kIdempotencyKeyMax = 256;
+
 // True when no branch, at any depth, contains a Put or DeleteRange: such a txn can be served from
 // a read view without going through the log.
 bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& r);
