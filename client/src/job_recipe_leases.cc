@@ -1,5 +1,6 @@
-// EpochJobLeases: see job_leases.h for the two-write acquisition and why the count is atomic.
-#include "epoch/client/job_leases.h"
+// RecipeJobLeases: see job_recipe_leases.h for the two-write acquisition and why the count is
+// atomic.
+#include "epoch/client/job_recipe_leases.h"
 
 #include <fmt/format.h>
 
@@ -59,15 +60,15 @@ Result<bool> OtherHolderOf(Client* client, const std::string& prefix, const std:
 
 }  // namespace
 
-EpochJobLeases::EpochJobLeases(Client* client, JobLeasesOptions options)
+RecipeJobLeases::RecipeJobLeases(Client* client, JobLeasesOptions options)
     : client_(client), options_(std::move(options)) {}
 
-CallOptions EpochJobLeases::Call(const WorkerSession& session) const {
+CallOptions RecipeJobLeases::Call(const WorkerSession& session) const {
   return CallOptions{options_.call_timeout, session.stop_token()};
 }
 
-Result<std::optional<JobLease>> EpochJobLeases::TryAcquire(const JobSpec& job,
-                                                           const WorkerSession& session) {
+Result<std::optional<JobLease>> RecipeJobLeases::TryAcquire(const JobSpec& job,
+                                                            const WorkerSession& session) {
   const CallOptions call = Call(session);
   auto queued = client_->Get(options_.keys.Job(job.id), call);
   if (!queued.ok()) return queued.status();
@@ -90,8 +91,8 @@ Result<std::optional<JobLease>> EpochJobLeases::TryAcquire(const JobSpec& job,
   return std::optional<JobLease>(std::move(*counted));
 }
 
-Result<JobLease> EpochJobLeases::CountEpoch(const JobSpec& job, std::shared_ptr<Mutex> lock,
-                                            const CallOptions& call) {
+Result<JobLease> RecipeJobLeases::CountEpoch(const JobSpec& job, std::shared_ptr<Mutex> lock,
+                                             const CallOptions& call) {
   const JobKeys& keys = options_.keys;
   const std::string epoch_key = keys.Epoch(job.id);
   const FencingToken token = lock->token();
@@ -150,7 +151,7 @@ Result<JobLease> EpochJobLeases::CountEpoch(const JobSpec& job, std::shared_ptr<
       fmt::format("epoch count of job {} did not settle in {} tries", job.id, kCountAttempts));
 }
 
-Status EpochJobLeases::Complete(const JobLease& lease, const WorkerSession& session) {
+Status RecipeJobLeases::Complete(const JobLease& lease, const WorkerSession& session) {
   const JobKeys& keys = options_.keys;
   const CallOptions call = Call(session);
   if (!lease.lock) return Status::FailedPrecondition("job lease without a lock");
@@ -175,7 +176,7 @@ Status EpochJobLeases::Complete(const JobLease& lease, const WorkerSession& sess
   return lease.lock->Unlock(call);
 }
 
-Status EpochJobLeases::Release(const JobLease& lease, const WorkerSession& session) {
+Status RecipeJobLeases::Release(const JobLease& lease, const WorkerSession& session) {
   if (!lease.lock) return Status::Ok();
   return lease.lock->Unlock(Call(session));
 }

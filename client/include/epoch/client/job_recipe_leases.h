@@ -1,6 +1,8 @@
-// EpochJobLeases: job leases on an Epoch (or etcd) cluster — the job's Mutex, the per-job epoch
-// count and dead-letter routing (docs/architecture.md §9). Key layout: job.h
-// (JobKeys) and client/README.md.
+// RecipeJobLeases: job leases built from etcd's KV API alone — the job's Mutex, the per-job epoch
+// count and dead-letter routing run in the client (docs/architecture.md §9), so a worker can use a
+// plain etcd cluster. On Epoch, EpochJobLeases (job_leases.h) asks the server's Jobs service to do
+// the same on the same keys; both kinds of worker may serve one queue. Key layout: job.h (JobKeys)
+// and client/README.md.
 //
 // Acquisition, in two cluster writes:
 //   1. Mutex::TryLock on LockName(id) — the unchanged etcd recipe, so `etcdctl lock` and Go
@@ -35,23 +37,15 @@
 
 #include "epoch/client/client.h"
 #include "epoch/client/job.h"
+#include "epoch/client/job_leases.h"
 #include "epoch/client/job_runner.h"
-#include "epoch/client/session.h"
 
 namespace epoch::client {
 
-struct JobLeasesOptions {
-  JobKeys keys{"epoch-jobs/"};
-  // A job acquired by more than 1 + max_epoch_changes holders is dead-lettered.
-  std::int64_t max_epoch_changes = 3;
-  // Deadline of each cluster call (the session's stop token cancels it earlier).
-  std::chrono::milliseconds call_timeout{3000};
-};
-
-class EpochJobLeases final : public JobLeases {
+class RecipeJobLeases final : public JobLeases {
  public:
-  // `client` must outlive this object.
-  EpochJobLeases(Client* client, JobLeasesOptions options);
+  // `client` must outlive this object. options.holder is not used (the lock keys stay empty).
+  RecipeJobLeases(Client* client, JobLeasesOptions options);
 
   Result<std::optional<JobLease>> TryAcquire(const JobSpec& job,
                                              const WorkerSession& session) override;
@@ -68,18 +62,6 @@ class EpochJobLeases final : public JobLeases {
 
   Client* const client_;
   const JobLeasesOptions options_;
-};
-
-// Adapts a Session to the runner's WorkerSession.
-class SessionRef final : public WorkerSession {
- public:
-  explicit SessionRef(const Session* session) : session_(session) {}
-  [[nodiscard]] LeaseId lease() const override { return session_->lease(); }
-  [[nodiscard]] bool CanTakeNewWork() const override { return session_->CanTakeNewWork(); }
-  [[nodiscard]] std::stop_token stop_token() const override { return session_->stop_token(); }
-
- private:
-  const Session* session_;
 };
 
 }  // namespace epoch::client
