@@ -29,7 +29,7 @@ void JobAcquisition::Start(NodeContext& node, JobsMetrics& metrics,
                            Params params) {
   std::shared_ptr<JobAcquisition> a(
       new JobAcquisition(node, metrics, std::move(call), response, std::move(params)));
-  a->Lock();
+  a->ReadFirst();
 }
 
 JobAcquisition::JobAcquisition(NodeContext& node, JobsMetrics& metrics,
@@ -41,6 +41,31 @@ JobAcquisition::JobAcquisition(NodeContext& node, JobsMetrics& metrics,
       response_(response),
       params_(std::move(params)),
       own_key_(recipe::KeyFor(params_.keys.LockPrefix(), params_.lease)) {}
+
+// A held or unqueued job costs no write: a linearizable read answers it (the lock txn alone
+// decides ownership; this only skips hopeless attempts, as RecipeJobLeases does).
+void JobAcquisition::ReadFirst() {
+  node_.ReadBarrier(false, [self = shared_from_this()](const Status& s) {
+    if (!s.ok()) {
+      self->call_->Finish(ToGrpc(s));
+      return;
+    }
+    const jobs::QueueKeys& keys = self->params_.keys;
+    Result<pb::RangeResponse> owner =
+        self->node_.store().Range(recipe::FirstCreate(keys.LockPrefix()));
+    if (!owner.ok()) {
+      self->call_->Finish(ToGrpc(owner.status()));
+      return;
+    }
+    if (owner->kvs_size() > 0 && owner->kvs(0).key() != self->own_key_) {
+      const std::string holder = owner->kvs(0).value();
+      return self->Answer(
+          owner->header(), [&](v1::JobAcquireResponse* r) { r->set_holder(holder); },
+          /*holds_lock=*/false);
+    }
+    self->Lock();
+  });
+}
 
 void JobAcquisition::Lock() {
   call_->SetCleanup([&node = node_, key = own_key_] {

@@ -1,5 +1,6 @@
-// One Jobs.Acquire call from the moment it is authorized: LockTxn, then CountTxn (retried from its
-// failure branch when the epoch key moved), then the answer. The protocol and why it is safe:
+// One Jobs.Acquire call from the moment it is authorized: a linearizable read of the lock's owner
+// (held by another: answered without a write), LockTxn, then CountTxn (retried from its failure
+// branch when the epoch key moved), then the answer. The protocol and why it is safe:
 // epoch/api/jobs_service.h.
 //
 // Threading: each step runs in the completion of the previous write (driver strand, read pool or
@@ -36,6 +37,7 @@ class JobAcquisition : public std::enable_shared_from_this<JobAcquisition> {
   JobAcquisition(NodeContext& node, JobsMetrics& metrics, std::shared_ptr<RecipeCall> call,
                  v1::JobAcquireResponse* response, Params params);
 
+  void ReadFirst();
   void Lock();
   void OnLocked(const grpc::Status& s, const etcdserverpb::TxnResponse& txn);
   // `job` and `epoch` are the Range answers of the job and epoch keys (the epoch may be empty).

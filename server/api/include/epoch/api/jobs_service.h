@@ -3,6 +3,8 @@
 // job command, so there is one implementation and every step is an ordinary linearizable write.
 //
 //   Acquire{job, lease, holder, max_epochs, prefix} — never waits:
+//     0. A linearizable read of the lock's first-created key: held by another key → answered
+//        {acquired: false, holder} without a write (busy workers polling cost no log entries).
 //     1. LockTxn: if no key exists under the job's lock prefix and the job is queued, create the
 //        own lock key K = lock/<id>/ + hex(lease) on the caller's lease. K is then the Mutex's
 //        first-created key: the caller owns the lock exactly as etcd's Lock/clientv3 Mutex would
