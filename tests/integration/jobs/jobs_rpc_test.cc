@@ -1,8 +1,8 @@
 // epoch.v1.Jobs called directly against a real 3-node cluster: Acquire / Status / Release /
 // ListDeadLetters on the client runner's key layout, tokens increasing across holders, a second
 // acquirer refused while the job is held, a takeover after the holder's lease expired with a
-// larger token, dead-lettering after N changes of hands, and `etcdctl lock` on the job's lock
-// name excluding the Jobs API's holder (and the other way round).
+// larger token, dead-lettering after N changes of hands, the epoch_jobs_* counters, and `etcdctl
+// lock` on the job's lock name excluding the Jobs API's holder (and the other way round).
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
@@ -116,6 +116,19 @@ class Jobs {
  private:
   std::unique_ptr<v1::Jobs::Stub> stub_;
 };
+
+// The sum over the members of the /metrics sample `line_prefix` (name and labels) N.
+double MetricSum(const test::TestCluster& cluster, const std::string& line_prefix) {
+  double sum = 0;
+  for (int i = 0; i < cluster.size(); ++i) {
+    auto page = cluster.Http(i, "/metrics");
+    REQUIRE(page.ok());
+    const std::size_t at = page->body.find("\n" + line_prefix + " ");
+    REQUIRE(at != std::string::npos);
+    sum += std::stod(page->body.substr(at + line_prefix.size() + 2));
+  }
+  return sum;
+}
 
 std::int64_t CreateRevision(Client& client, const std::string& key) {
   auto kv = client.Get(key);
@@ -233,6 +246,14 @@ TEST_CASE("Jobs RPCs: acquire, status, release, takeover after expiry, dead lett
   CHECK(letters.jobs(0).epoch_count() == 3);
   CHECK(leader_side.Acquire("p", lease_a, "w", 1).status.error_code() ==
         grpc::StatusCode::NOT_FOUND);
+
+  // Counted where each call was served: 5 holders counted (3 of "a", 2 of "p"), 4 changes of
+  // hands (2 of "a", "p"'s second holder and its dead-lettering acquisition), 1 dead letter.
+  CHECK(MetricSum(*cluster, "epoch_jobs_acquired_total") == 5);
+  CHECK(MetricSum(*cluster, "epoch_jobs_epoch_changes_total") == 4);
+  CHECK(MetricSum(*cluster, "epoch_jobs_dead_lettered_total") == 1);
+  CHECK(MetricSum(*cluster, "epoch_jobs_released_total{completed=\"true\"}") == 1);
+  CHECK(MetricSum(*cluster, "epoch_jobs_released_total{completed=\"false\"}") == 3);
 }
 
 TEST_CASE("Jobs RPCs: refused without a lease or with a bad id", "[jobs][rpc]") {
