@@ -135,8 +135,10 @@ wait_healthy() {
 leader_index() {
   local i
   for ((i = 0; i < nodes; i++)); do
+    # grep reads the whole page (no -q): under pipefail, curl killed by SIGPIPE after an early
+    # match would fail the test on a page larger than the pipe buffer.
     if curl -sf "http://127.0.0.1:$(metrics_port "$i")/metrics" 2>/dev/null |
-      grep -q '^epoch_raft_is_leader 1'; then
+      grep '^epoch_raft_is_leader 1' >/dev/null; then
       echo "$i"
       return
     fi
