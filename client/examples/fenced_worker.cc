@@ -204,7 +204,10 @@ int Run(const Flags& flags) {
     Log(fmt::format("event=exit worker={} detail={}", flags.worker, client.status().ToString()));
     return 2;
   }
-  EpochJobLeases leases(client->get(), {JobKeys{flags.prefix}, flags.max_epoch_changes});
+  EpochJobLeases leases(client->get(), {.keys = JobKeys{flags.prefix},
+                                        .max_epoch_changes = flags.max_epoch_changes,
+                                        .call_timeout = std::chrono::milliseconds(3000),
+                                        .holder = flags.worker});
   RecordingStageHandler handler(db.effects.get(), flags.worker, MakeWork(flags));
   JobRunnerOptions options;
   options.seed = flags.seed;
@@ -266,7 +269,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 60'000));
   app.add_option("--max-epoch-changes", flags.max_epoch_changes,
                  "dead-letter a job after this many changes of hands")
-      ->check(CLI::Range(0, 1000));
+      ->check(CLI::Range(1, 1000));
   app.add_option("--self-fencing", flags.self_fencing,
                  "check the session before each stage and commit (false: rely on the DB guard)");
   app.add_option("--max-runtime-s", flags.max_runtime_s, "give up after this long")

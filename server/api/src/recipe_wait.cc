@@ -128,11 +128,13 @@ pb::TxnRequest IfCreated(const std::string& key, std::int64_t rev, pb::RequestOp
 }
 
 void Txn(NodeContext& node, pb::TxnRequest txn, std::chrono::system_clock::time_point deadline,
-         TxnDone done) {
+         TxnDone done, const AuthStamp& stamp) {
   if (Status valid = ValidateTxn(txn, node.config().limits); !valid.ok())
     return done(ToGrpc(valid), {});
   v1::InternalRequest internal;
   *internal.mutable_txn() = std::move(txn);
+  internal.set_auth_user(stamp.user);
+  internal.set_auth_revision(stamp.revision);
   if (Status size = ValidateRequestSize(internal.ByteSizeLong(), node.config().limits);
       !size.ok()) {
     return done(ToGrpc(size), {});

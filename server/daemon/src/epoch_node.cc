@@ -16,6 +16,7 @@
 #include "epoch/api/cluster_service.h"
 #include "epoch/api/election_service.h"
 #include "epoch/api/idempotent_service.h"
+#include "epoch/api/jobs_service.h"
 #include "epoch/api/kv_service.h"
 #include "epoch/api/lease_service.h"
 #include "epoch/api/lock_service.h"
@@ -203,6 +204,7 @@ class EpochNode::Impl {
   std::unique_ptr<WatchService> watch_service_;
   std::unique_ptr<LockService> lock_service_;
   std::unique_ptr<ElectionService> election_service_;
+  std::unique_ptr<JobsService> jobs_service_;
   std::unique_ptr<AuthService> auth_service_;
 
   // 5. Serving.
@@ -445,6 +447,7 @@ void EpochNode::Impl::BuildServices() {
       *context_, executors_.loop(Executors::Loop::kWatch), watch_options);
   lock_service_ = std::make_unique<LockService>(*context_, *recipe_feed_);
   election_service_ = std::make_unique<ElectionService>(*context_, *recipe_feed_);
+  jobs_service_ = std::make_unique<JobsService>(*context_, config_.job_max_epoch_changes);
   auth_service_ = std::make_unique<AuthService>(*context_);
   kv_service_->Register(*rpc_server_);
   idempotent_service_->Register(*rpc_server_);
@@ -455,6 +458,7 @@ void EpochNode::Impl::BuildServices() {
   watch_service_->Register(*rpc_server_);
   lock_service_->Register(*rpc_server_);
   election_service_->Register(*rpc_server_);
+  jobs_service_->Register(*rpc_server_);
   auth_service_->Register(*rpc_server_);
   // The services just registered, each method listed at zero in /metrics from the start.
   for (const char* served :
@@ -462,7 +466,8 @@ void EpochNode::Impl::BuildServices() {
         etcdserverpb::Cluster::service_full_name(), etcdserverpb::Lease::service_full_name(),
         v1::Lease::service_full_name(), v1::Idempotent::service_full_name(),
         etcdserverpb::Watch::service_full_name(), v3lockpb::Lock::service_full_name(),
-        v3electionpb::Election::service_full_name(), etcdserverpb::Auth::service_full_name()}) {
+        v3electionpb::Election::service_full_name(), etcdserverpb::Auth::service_full_name(),
+        v1::Jobs::service_full_name()}) {
     grpc_metrics_.PreRegister(served);
   }
 }
@@ -681,6 +686,7 @@ HttpReply EpochNode::Impl::Metrics() {
   kv_service_->RenderMetrics(m);
   idempotent_service_->RenderMetrics(m);
   auth_service_->RenderMetrics(m);
+  jobs_service_->RenderMetrics(m);
   RenderEtcdMetrics(m, EtcdMetricSources{s, store_.get(), context_->space_quota().SizeBytes(),
                                          context_->space_quota().quota_bytes(),
                                          lease_manager_->Stats().expired, &wal_fsync_});

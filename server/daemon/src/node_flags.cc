@@ -231,6 +231,10 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Watch create/cancel/progress replies queued on one stream for a client that "
                  "does not read them; past it the stream ends with RESOURCE_EXHAUSTED")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--job-max-epoch-changes", c.job_max_epoch_changes,
+                 "epoch.v1.Jobs: changes of hands after which the next acquisition dead-letters "
+                 "a job, for requests that name no limit")
+      ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{1} << 20));
   app.add_option("--max-concurrent-streams", c.max_concurrent_streams,
                  "Calls and streams one client connection may have open at once (etcd 3.5's "
                  "flag; the client queues the rest)")

@@ -33,14 +33,11 @@ std::size_t SpaceCost(const v1::InternalRequest& request) {
     case v1::InternalRequest::kPut: return request.put().ByteSizeLong() + kPutOverhead;
     case v1::InternalRequest::kTxn: return TxnCost(request.txn());
     case v1::InternalRequest::kLeaseGrant: return kLeaseOverhead;
-    // A job acquisition writes a key (job leases are refused at apply time: not served).
-    case v1::InternalRequest::kJobAcquire: return request.ByteSizeLong() + kPutOverhead;
     case v1::InternalRequest::kDeleteRange:
     case v1::InternalRequest::kCompaction:
     case v1::InternalRequest::kLeaseRevoke:
     case v1::InternalRequest::kLeaseCheckpoint:
     case v1::InternalRequest::kClockTick:
-    case v1::InternalRequest::kJobRelease:
     case v1::InternalRequest::kAlarm:
     case v1::InternalRequest::kMemberAttributes:
     // Membership changes stay possible under the alarm (replacing a member frees no space).

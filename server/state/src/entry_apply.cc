@@ -237,11 +237,6 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
       meta->member_table = WithMemberChange(*meta->member_table, req.member_change());
       *out->response.mutable_member_change()->mutable_members() = meta->member_table->members();
       return Status::Ok();
-    case InternalRequest::kJobAcquire:
-    case InternalRequest::kJobRelease:
-      // Fenced job leases are not served by the server; rejected deterministically.
-      out->status = Status::FailedPrecondition("epoch: job leases are not implemented yet");
-      return Status::Ok();
     case InternalRequest::REQUEST_NOT_SET: break;
     default: break;
   }

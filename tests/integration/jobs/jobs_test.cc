@@ -141,7 +141,7 @@ struct SqliteFile {
 struct Worker {
   Worker(Client* client, FencedStore* store, EffectLog* effects, std::int64_t max_changes = 3,
          std::function<Status(const StageContext&)> hook = {})
-      : leases(client, {kKeys, max_changes}),
+      : leases(client, {kKeys, max_changes, std::chrono::milliseconds(3000), "test"}),
         handler(effects, "test", [hook](const StageContext& ctx) -> Result<std::string> {
           if (hook) {
             if (Status st = hook(ctx); !st.ok()) return st;

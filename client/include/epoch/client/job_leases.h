@@ -1,51 +1,47 @@
-// EpochJobLeases: job leases on an Epoch (or etcd) cluster — the job's Mutex, the per-job epoch
-// count and dead-letter routing (docs/architecture.md §9). Key layout: job.h
-// (JobKeys) and client/README.md.
+// EpochJobLeases: job leases from Epoch's Jobs service (epoch.v1.Jobs, server/api/README.md). The
+// server takes the job's lock on the worker's lease, counts the epoch change and dead-letters the
+// job past the limit in one linearizable step, and returns the fencing token (the lock key's
+// create_revision); this class only translates. What stays with the worker — keeping the lease
+// alive, degrading at 1/3 of the TTL, self-fencing at 70 %, the stop token, backoff with full
+// jitter — is Session's and JobRunner's.
 //
-// Acquisition, in two cluster writes:
-//   1. Mutex::TryLock on LockName(id) — the unchanged etcd recipe, so `etcdctl lock` and Go
-//      clientv3 workers exclude an Epoch worker on the same name. Token = the own lock key's
-//      create_revision.
-//   2. One Txn, guarded on owning the lock:
-//        if   CREATE(own lock key) == token         -- still the holder (clientv3 IsOwner)
-//         and MOD(epoch key) == mod read before      -- nobody counted in between
-//         and CREATE(job key) > 0                    -- still queued
-//        then Put(epoch key, {epoch + 1, token})
-//             [+ Put(dlq key, job value), Delete(job key)   when epoch - 1 > max_epoch_changes]
-//      Why this is atomic with the acquisition: Raft applies the Txn as one entry at one revision,
-//      and the first compare holds exactly while this holder owns the lock — after TryLock
-//      succeeded no key with a lower create_revision can appear under the lock name again
-//      (revisions only grow), so "own key exists with create_revision == token" is "owns the
-//      lock". No other holder can own it at that revision, so no count is lost or doubled; a holder
-//      that dies between steps 1 and 2 has done no work and is not counted. The record keeps the
-//      counted token, so a retried step 2 (after an unknown outcome) counts once.
-//      Why not "lock key create + epoch update in one Txn": with the etcd recipe creating the
-//      queue key does not mean owning the lock (it may queue), and changing the recipe's Txn
-//      would break interoperability with etcdctl/clientv3 lock holders.
+//   TryAcquire → Jobs.Acquire{prefix, job, lease, holder, max_epochs}: acquired → the lease;
+//                not acquired → nullopt (busy, or the holder's lease ended meanwhile);
+//                dead_lettered → a lease marked dead-lettered (the server already released it);
+//                NOT_FOUND → NotFound (the job left the queue). Retried like a read: a repeated
+//                Acquire by the same lease answers the same token without counting again.
+//   Complete   → Jobs.Release{token, completed: true}. Not released: Jobs.Status — out of the
+//                queue already (a later holder completed it) is fine, still queued is Aborted (lost
+//                the lock). After an unknown outcome, Jobs.Status tells whether it completed.
+//   Release    → Jobs.Release{token, completed: false}; not being the holder any more is fine.
 //
-// Completion: Txn{ CREATE(own lock key) == token, CREATE(job key) > 0 } → Delete(job key),
-// Put(done key, epoch record); then Unlock. Not owning any more is not an error for the queue:
-// the next holder finds every stage committed in the database and completes the job.
+// On a plain etcd cluster use RecipeJobLeases (job_recipe_leases.h): the same protocol on the KV
+// API, on the same keys.
 //
 // Threading: thread-safe (the Client is); one TryAcquire per job and session at a time.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "epoch/client/client.h"
 #include "epoch/client/job.h"
 #include "epoch/client/job_runner.h"
 #include "epoch/client/session.h"
+#include "epoch/v1/epoch.pb.h"
 
 namespace epoch::client {
 
 struct JobLeasesOptions {
   JobKeys keys{"epoch-jobs/"};
-  // A job acquired by more than 1 + max_epoch_changes holders is dead-lettered.
+  // A job acquired by more than 1 + max_epoch_changes holders is dead-lettered (>= 1; the
+  // server's --job-max-epoch-changes applies to workers that send 0).
   std::int64_t max_epoch_changes = 3;
   // Deadline of each cluster call (the session's stop token cancels it earlier).
   std::chrono::milliseconds call_timeout{3000};
+  // The worker's name, stored in the lock key for operators (Jobs.Status's holder).
+  std::string holder;
 };
 
 class EpochJobLeases final : public JobLeases {
@@ -61,9 +57,10 @@ class EpochJobLeases final : public JobLeases {
   [[nodiscard]] const JobLeasesOptions& options() const { return options_; }
 
  private:
-  // Step 2. NotFound: the job left the queue; Aborted: the lock was lost.
-  Result<JobLease> CountEpoch(const JobSpec& job, std::shared_ptr<Mutex> lock,
-                              const CallOptions& call);
+  // Jobs.Release; `released` tells whether the token was the holder's.
+  Status CallRelease(const JobLease& lease, bool completed, const CallOptions& call,
+                     bool* released);
+  Result<v1::JobStatusResponse> JobStatus(const std::string& job_id, const CallOptions& call);
   CallOptions Call(const WorkerSession& session) const;
 
   Client* const client_;

@@ -98,9 +98,15 @@ etcdserverpb::TxnRequest IfCreated(const std::string& key, std::int64_t rev,
 // Writes through the log (this node proposes or forwards to the leader), bounded by `deadline`
 // and by kRecipeWriteTimeout. `done` gets a gRPC status (etcd's code and message).
 inline constexpr std::chrono::seconds kRecipeWriteTimeout{10};
+// The caller a write was authorized for (AuthGate::Authorize's stamp): apply checks the write
+// again for this user when the auth state changed since. Empty: the server's own write.
+struct AuthStamp {
+  std::string user;
+  std::uint64_t revision = 0;
+};
 using TxnDone = std::function<void(const grpc::Status&, const etcdserverpb::TxnResponse&)>;
 void Txn(NodeContext& node, etcdserverpb::TxnRequest txn,
-         std::chrono::system_clock::time_point deadline, TxnDone done);
+         std::chrono::system_clock::time_point deadline, TxnDone done, const AuthStamp& stamp = {});
 using DeleteDone =
     std::function<void(const grpc::Status&, const etcdserverpb::DeleteRangeResponse&)>;
 void Delete(NodeContext& node, const std::string& key,

@@ -179,6 +179,9 @@ struct NodeConfig {
   // --max-watchers-per-stream, --watch-control-queue-max (WatchHubOptions).
   std::size_t watchers_per_stream_max = 1000;
   std::size_t watch_control_queue_max = 1024;
+  // --job-max-epoch-changes: the Jobs service's default dead-letter limit (a job whose next
+  // acquisition would be its (N + 2)th holder is dead-lettered instead); requests may set theirs.
+  std::uint32_t job_max_epoch_changes = 3;
   // --max-concurrent-streams (etcd 3.5's flag): calls and streams one client connection may have
   // open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; a client queues the ones above it).
   std::uint32_t max_concurrent_streams = 1000;
