@@ -100,7 +100,8 @@ grpc::Status KeyedPut(TestCluster& cluster, int i, const std::string& client_id,
   return stub->Put(&context, request, response);
 }
 
-// The same keyed put, retried while the cluster has no leader; REQUIREs an answer.
+// The same keyed put, retried while the cluster has no leader or the attempt timed out;
+// REQUIREs an answer.
 v1::IdempotentPutResponse MustKeyedPut(TestCluster& cluster, int i, const std::string& client_id,
                                        std::uint64_t sequence, std::int64_t ttl_ms,
                                        const std::string& key, const std::string& value) {
@@ -109,7 +110,9 @@ v1::IdempotentPutResponse MustKeyedPut(TestCluster& cluster, int i, const std::s
   const bool answered = Eventually(
       [&] {
         last = KeyedPut(cluster, i, client_id, sequence, ttl_ms, key, value, &response);
-        return last.error_code() != grpc::StatusCode::UNAVAILABLE;
+        // Sent again under the same key: safe whatever the first attempt did.
+        return last.error_code() != grpc::StatusCode::UNAVAILABLE &&
+               last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED;
       },
       seconds(15), kProcessPoll);
   INFO(last.error_message());

@@ -288,16 +288,18 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
                                          ctx.options->idempotency_prune_per_apply,
                                          ctx.idempotency_hint));
   const std::optional<IdempotencyId> key = IdempotencyIdOf(req);
+  IdempotencyDecision decision;
   if (key.has_value()) {
-    Result<IdempotencyDecision> decision =
+    Result<IdempotencyDecision> decided =
         DecideIdempotency(*ctx.reader, *key, req, meta->cluster_time_ms);
-    if (!decision.ok()) return decision.status();
-    switch (decision->kind) {
-      case IdempotencyDecision::Kind::kReplay: return Replay(decision->record, meta->revision);
+    if (!decided.ok()) return decided.status();
+    decision = std::move(*decided);
+    switch (decision.kind) {
+      case IdempotencyDecision::Kind::kReplay: return Replay(decision.record, meta->revision);
       case IdempotencyDecision::Kind::kRefuse: {
         ApplyResult refused;
         refused.revision = meta->revision;
-        refused.status = decision->refusal;
+        refused.status = decision.refusal;
         return refused;
       }
       case IdempotencyDecision::Kind::kApply: break;
@@ -329,9 +331,9 @@ Result<ApplyResult> ApplyEntry(const EntryContext& ctx, KvStore::Meta* meta,
     std::int64_t ttl_ms = req.idempotency_ttl_ms() > 0 ? req.idempotency_ttl_ms()
                                                        : ctx.options->idempotency_default_ttl_ms;
     ttl_ms = std::min(ttl_ms, ctx.options->idempotency_max_ttl_ms);
-    EPOCH_RETURN_IF_ERROR(RememberIdempotency(*ctx.reader, ctx.batch, *key, req.auth_user(),
-                                              meta->cluster_time_ms + ttl_ms, out.response,
-                                              out.status, ctx.idempotency_hint));
+    EPOCH_RETURN_IF_ERROR(RememberIdempotency(*ctx.reader, ctx.batch, *key, decision.expired,
+                                              req.auth_user(), meta->cluster_time_ms + ttl_ms,
+                                              out.response, out.status, ctx.idempotency_hint));
   }
   return out;
 }

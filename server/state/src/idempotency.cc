@@ -96,7 +96,7 @@ bool TableFull(const v1::StoredIdempotencyUsage& usage, const v1::InternalReques
 }
 
 IdempotencyDecision Refuse(Status status) {
-  return IdempotencyDecision{IdempotencyDecision::Kind::kRefuse, {}, std::move(status)};
+  return IdempotencyDecision{IdempotencyDecision::Kind::kRefuse, {}, std::move(status), {}};
 }
 
 }  // namespace
@@ -128,7 +128,7 @@ Result<IdempotencyDecision> DecideIdempotency(const StoreReader& reader, const I
       if (record.auth_user() != request.auth_user()) {
         return Refuse(etcd_errors::kPermissionDenied.ToStatus());
       }
-      return IdempotencyDecision{IdempotencyDecision::Kind::kReplay, record, {}};
+      return IdempotencyDecision{IdempotencyDecision::Kind::kReplay, record, {}, {}};
     }
     // Expired, not pruned yet: a session key's repeat is late; a free-form key is forgotten.
     if (id.session()) return Refuse(etcd_errors::kIdempotencyExpired.ToStatus());
@@ -145,13 +145,17 @@ Result<IdempotencyDecision> DecideIdempotency(const StoreReader& reader, const I
     if (!usage.ok()) return usage.status();
     if (TableFull(*usage, request)) return Refuse(etcd_errors::kIdempotencyTableFull.ToStatus());
   }
-  return IdempotencyDecision{};
+  IdempotencyDecision apply;
+  apply.expired = std::move(*seen);
+  return apply;
 }
 
 Status RememberIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithIndex* batch,
-                           const IdempotencyId& id, std::string_view auth_user,
-                           std::int64_t expires_ms, const v1::InternalResponse& response,
-                           const Status& status, IdempotencyExpiryHint* hint) {
+                           const IdempotencyId& id,
+                           const std::optional<v1::StoredIdempotency>& expired,
+                           std::string_view auth_user, std::int64_t expires_ms,
+                           const v1::InternalResponse& response, const Status& status,
+                           IdempotencyExpiryHint* hint) {
   v1::StoredIdempotency record;
   record.set_expires_cluster_ms(expires_ms);
   record.set_auth_user(std::string(auth_user));
@@ -161,10 +165,7 @@ Status RememberIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithInd
     record.set_error_code(static_cast<std::int32_t>(status.code()));
     record.set_error_message(status.message());
   }
-  // A free-form key whose record expired unpruned is remembered anew over it.
-  Result<std::optional<v1::StoredIdempotency>> old = ReadRecord(reader, id.record_key);
-  if (!old.ok()) return old.status();
-  return PutRecord(reader, batch, id.record_key, *old, record, hint);
+  return PutRecord(reader, batch, id.record_key, expired, record, hint);
 }
 
 Status PruneIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithIndex* batch,

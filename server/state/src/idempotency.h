@@ -53,6 +53,8 @@ struct IdempotencyDecision {
   Kind kind = Kind::kApply;
   v1::StoredIdempotency record;  // kReplay
   Status refusal;                // kRefuse: the request is neither applied nor remembered
+  // kApply: the expired record the answer will replace (a free-form key not pruned yet).
+  std::optional<v1::StoredIdempotency> expired;
 };
 
 Result<IdempotencyDecision> DecideIdempotency(const StoreReader& reader, const IdempotencyId& id,
@@ -68,12 +70,14 @@ struct IdempotencyExpiryHint {
   std::int64_t earliest_ms = kUnknownExpiry;
 };
 
-// Remembers the outcome of the request `id` (stamped with `auth_user`) until `expires_ms`;
-// lowers `hint`.
+// Remembers the outcome of the request `id` (stamped with `auth_user`) until `expires_ms`, in
+// place of `expired` (IdempotencyDecision::expired); lowers `hint`.
 Status RememberIdempotency(const StoreReader& reader, rocksdb::WriteBatchWithIndex* batch,
-                           const IdempotencyId& id, std::string_view auth_user,
-                           std::int64_t expires_ms, const v1::InternalResponse& response,
-                           const Status& status, IdempotencyExpiryHint* hint);
+                           const IdempotencyId& id,
+                           const std::optional<v1::StoredIdempotency>& expired,
+                           std::string_view auth_user, std::int64_t expires_ms,
+                           const v1::InternalResponse& response, const Status& status,
+                           IdempotencyExpiryHint* hint);
 
 // Removes up to `max_count` records that expired at or before `now_ms`, raising the watermark of
 // each session record's client. Scans only when `hint` says something may have expired, and
