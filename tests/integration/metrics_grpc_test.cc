@@ -19,6 +19,7 @@ const std::vector<std::string> kServedServices = {
     "etcdserverpb.KV",    "etcdserverpb.Maintenance", "etcdserverpb.Cluster",
     "etcdserverpb.Lease", "epoch.v1.Lease",           "etcdserverpb.Watch",
     "v3lockpb.Lock",      "v3electionpb.Election",    "etcdserverpb.Auth",
+    "epoch.v1.Jobs",
 };
 
 std::string Scrape(const TestCluster& cluster, int i) {
