@@ -2,6 +2,11 @@
 // from gRPC and the other way round, maintenance and cluster calls, the snapshot stream, and
 // auth with the token in the Authorization header; statuses and shapes compared with a real
 // etcd 3.4 where both can run the same session.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -211,6 +216,44 @@ TEST_CASE("gateway maintenance, cluster, lock and election paths answer", "[gate
   const std::string leader =
       PostOk(port, "/v3/election/leader", fmt::format(R"({{"name":"{}"}})", Base64("e")));
   CHECK(JsonField(leader, "kv.value") == "\"" + Base64("me") + "\"");
+}
+
+// A client that sends a watch and never reads: once 8 MiB of answers wait for it, the stream is
+// cut and counted, and the member goes on serving.
+TEST_CASE("gateway: a watch client that does not read is cut, not buffered without bound",
+          "[gateway]") {
+  ClusterPtr cluster = StartCluster(1);
+  const std::uint16_t port = cluster->node(0).client_port;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  int small = 4096;  // keep the kernel from absorbing the stream for us
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  const std::string body = R"({"create_request":{"key":"cw=="}})";
+  const std::string request = fmt::format(
+      "POST /v3/watch HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", body.size(), body);
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size()));
+  REQUIRE(Eventually(
+      [&] { return SampleValue(Curl(port, "GET", "/metrics").body, "epoch_gateway_streams") == 1; },
+      seconds(10)));
+  // 24 puts of 1 MiB: 32 MiB of JSON events for a reader that takes none.
+  auto kv = etcdserverpb::KV::NewStub(cluster->Channel(0));
+  const std::string value(1 << 20, 'v');
+  for (int i = 0; i < 24; ++i) REQUIRE(Put(*kv, "s", value, nullptr, seconds(20)).ok());
+  CHECK(Eventually(
+      [&] {
+        const std::string page = Curl(port, "GET", "/metrics").body;
+        return SampleValue(page, "epoch_gateway_streams_cut_total") == 1 &&
+               SampleValue(page, "epoch_gateway_streams") == 0;
+      },
+      seconds(20)));
+  ::close(fd);
+  PostOk(port, "/v3/kv/range", R"({"key":"cw==","count_only":true})");
 }
 
 }  // namespace
