@@ -100,9 +100,44 @@ TEST_CASE("gateway: /version, aliases, unknown paths and methods, body limits", 
   const std::string fits = R"({"key":"YQ==","value":")" + Base64(std::string(1 << 20, 'x')) + "\"}";
   PostOk(port, "/v3/kv/put", fits);
 
+  // HTTP/1.1 keep-alive: curl reuses one connection for three requests (0 new connects after
+  // the first), a 400 answer included.
+  const std::string url = fmt::format("http://127.0.0.1:{}", port);
+  const test::CommandResult reuse = test::RunCommand({kCurlPath,
+                                                      "-s",
+                                                      "-o",
+                                                      "/dev/null",
+                                                      "-w",
+                                                      "%{num_connects}",
+                                                      "-X",
+                                                      "POST",
+                                                      url + "/v3/kv/range",
+                                                      "--data-binary",
+                                                      "{bad",
+                                                      "--next",
+                                                      "-s",
+                                                      "-o",
+                                                      "/dev/null",
+                                                      "-w",
+                                                      "%{num_connects}",
+                                                      "-X",
+                                                      "POST",
+                                                      url + "/v3/kv/range",
+                                                      "--data-binary",
+                                                      R"({"key":"YQ=="})",
+                                                      "--next",
+                                                      "-s",
+                                                      "-o",
+                                                      "/dev/null",
+                                                      "-w",
+                                                      "%{num_connects}",
+                                                      url + "/version"},
+                                                     {}, std::chrono::seconds(20));
+  CHECK(reuse.out == "100");
+
   const std::string page = Curl(port, "GET", "/metrics").body;
   CHECK(SampleValue(page, "epoch_gateway_requests_total",
-                    {"path=\"/v3/kv/range\"", "code=\"200\""}) == 3);
+                    {"path=\"/v3/kv/range\"", "code=\"200\""}) == 4);
   CHECK(SampleValue(page, "epoch_gateway_requests_total",
                     {"path=\"/v3/kv/put\"", "code=\"413\""}) == 1);
   CHECK(SampleValue(page, "epoch_gateway_requests_total", {"path=\"other\"", "code=\"404\""}) == 1);
