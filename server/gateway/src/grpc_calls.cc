@@ -34,8 +34,8 @@ struct UnaryCall : CallHandle {
   grpc::ByteBuffer response;
 };
 
-// One stream: writes the request once (and half-closes for a server stream), then reads until
-// the server ends it. Keeps itself alive until OnDone.
+// One stream: writes the request once and half-closes, then reads until the server ends it. Keeps
+// itself alive until OnDone.
 class StreamCall : public CallHandle,
                    public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -47,11 +47,10 @@ class StreamCall : public CallHandle,
     SetToken(&context_, token);
     request_ = ToBuffer(request);
     stub.PrepareBidiStreamingCall(&context_, std::string(route_.method), grpc::StubOptions(), this);
-    if (route_.shape == CallShape::kServerStream) {
-      StartWriteLast(&request_, grpc::WriteOptions());
-    } else {
-      StartWrite(&request_);
-    }
+    // The body is the whole request side, so the stream is half-closed after it, as etcd's
+    // gateway does once it has read the body: Watch keeps serving a half-closed stream,
+    // LeaseKeepAlive answers and ends it.
+    StartWriteLast(&request_, grpc::WriteOptions());
     StartRead(&response_);
     StartCall();
   }
