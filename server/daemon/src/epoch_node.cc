@@ -491,11 +491,20 @@ Status EpochNode::Impl::StartServing() {
                                                  std::vector<std::string>{scheme + own.ToString()});
   publisher_->Start();
   if (config_.listen_metrics.port != 0) {
+    // Over TLS the gateway serves the listener (the metrics and probes through Http, and etcd's
+    // JSON API): the client port's https:// URLs are gRPC's own and have no HTTP/1 side.
+    MetricsHttp::TlsServe tls_serve;
+    std::optional<rpc::ServerTlsOptions> tls;
+    if (config_.client_tls.metrics_https) {
+      tls = config_.client_tls.server;
+      tls_serve = [this](asio::ip::tcp::socket s, std::shared_ptr<asio::ssl::context> context) {
+        gateway_->ServeTls(std::move(s), std::move(context));
+      };
+    }
     metrics_ = std::make_unique<MetricsHttp>(
         executors_.loop(Executors::Loop::kPeer),
-        [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); });
-    std::optional<rpc::ServerTlsOptions> tls;
-    if (config_.client_tls.metrics_https) tls = config_.client_tls.server;
+        [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); },
+        std::move(tls_serve));
     EPOCH_RETURN_IF_ERROR(
         metrics_->Start(config_.listen_metrics.host, config_.listen_metrics.port, tls));
   }

@@ -13,7 +13,13 @@ GatewayHttp::GatewayHttp(std::shared_ptr<grpc::Channel> channel, GatewayOptions 
 GatewayHttp::~GatewayHttp() = default;
 
 void GatewayHttp::Serve(asio::ip::tcp::socket socket) {
-  std::make_shared<HttpConnection>(std::move(socket), shared_)->Start();
+  std::make_shared<HttpConnection<asio::ip::tcp::socket>>(std::move(socket), shared_)->Start();
+}
+
+void GatewayHttp::ServeTls(asio::ip::tcp::socket socket, std::shared_ptr<asio::ssl::context> tls) {
+  std::make_shared<HttpConnection<asio::ssl::stream<asio::ip::tcp::socket>>>(
+      std::move(socket), shared_, std::move(tls))
+      ->Start();
 }
 
 void GatewayHttp::RenderMetrics(MetricsText& m) const { shared_->metrics.Render(m); }

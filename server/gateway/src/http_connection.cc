@@ -1,8 +1,10 @@
 #include "http_connection.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "epoch/gateway/json_codec.h"
 #include "gateway_shared.h"
@@ -51,45 +53,69 @@ bool PrintableAscii(std::string_view s) {
 
 }  // namespace
 
-HttpConnection::HttpConnection(tcp::socket socket, std::shared_ptr<GatewayHttp::Shared> shared)
-    : socket_(std::move(socket)),
-      strand_(asio::make_strand(socket_.get_executor())),
+template <typename Stream>
+HttpConnection<Stream>::HttpConnection(tcp::socket socket,
+                                       std::shared_ptr<GatewayHttp::Shared> shared,
+                                       std::shared_ptr<asio::ssl::context> tls)
+    : tls_(std::move(tls)),
+      stream_(MakeStream(std::move(socket), tls_.get())),
+      strand_(asio::make_strand(stream_.get_executor())),
       timer_(strand_),
       shared_(std::move(shared)),
       in_(GatewayHttp::kMaxHeadBytes) {}
 
-void HttpConnection::Start() {
-  asio::dispatch(strand_, [self = shared_from_this()] {
+template <typename Stream>
+void HttpConnection<Stream>::Start() {
+  asio::dispatch(strand_, [self = this->shared_from_this()] {
     std::error_code ignored;
-    self->socket_.non_blocking(true, ignored);  // the close watch peeks without blocking
-    self->ReadHead();
+    self->Socket().non_blocking(true, ignored);  // the close watch peeks without blocking
+    if constexpr (kTls) {
+      self->timer_.expires_after(GatewayHttp::kIdleTimeout);
+      self->timer_.async_wait(asio::bind_executor(self->strand_, [self](std::error_code ec) {
+        if (!ec) self->Drop();
+      }));
+      self->stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          asio::bind_executor(self->strand_, [self](std::error_code ec) {
+            if (self->closed_) return;
+            if (ec) return self->Drop();  // no or a refused client certificate, not TLS
+            self->ReadHead();
+          }));
+    } else {
+      self->ReadHead();
+    }
   });
 }
 
-void HttpConnection::ReadHead() {
+template <typename Stream>
+void HttpConnection<Stream>::ReadHead() {
   head_ = HttpRequestHead{};
   route_ = nullptr;
   timer_.expires_after(GatewayHttp::kIdleTimeout);
-  timer_.async_wait(asio::bind_executor(strand_, [self = shared_from_this()](std::error_code ec) {
-    if (!ec) self->Drop();
-  }));
-  asio::async_read_until(
-      socket_, in_, "\r\n\r\n",
-      asio::bind_executor(strand_, [self = shared_from_this()](std::error_code ec, std::size_t n) {
-        if (self->closed_) return;
-        if (ec == asio::error::not_found) {
-          return self->Answer(431, std::string(kText), "Request Header Fields Too Large\n", true);
-        }
-        if (ec) {
-          // A client closing an idle keep-alive connection is no drop.
-          if (ec == asio::error::eof && self->in_.size() == 0) return self->Close();
-          return self->Drop();
-        }
-        self->OnHead(n);
+  timer_.async_wait(
+      asio::bind_executor(strand_, [self = this->shared_from_this()](std::error_code ec) {
+        if (!ec) self->Drop();
       }));
+  asio::async_read_until(stream_, in_, "\r\n\r\n",
+                         asio::bind_executor(strand_, [self = this->shared_from_this()](
+                                                          std::error_code ec, std::size_t n) {
+                           if (self->closed_) return;
+                           if (ec == asio::error::not_found) {
+                             return self->Answer(431, std::string(kText),
+                                                 "Request Header Fields Too Large\n", true);
+                           }
+                           if (ec) {
+                             // A client closing an idle keep-alive connection is no drop.
+                             if (ec == asio::error::eof && self->in_.size() == 0)
+                               return self->Close();
+                             return self->Drop();
+                           }
+                           self->OnHead(n);
+                         }));
 }
 
-void HttpConnection::OnHead(std::size_t head_bytes) {
+template <typename Stream>
+void HttpConnection<Stream>::OnHead(std::size_t head_bytes) {
   const auto begin = asio::buffers_begin(in_.data());
   const std::string text(begin, begin + static_cast<std::ptrdiff_t>(head_bytes));
   in_.consume(head_bytes);
@@ -108,17 +134,18 @@ void HttpConnection::OnHead(std::size_t head_bytes) {
                        true);
   }
   if (head_.expect_continue && in_.size() < head_.content_length) {
-    return asio::async_write(
-        socket_, asio::buffer(kContinue),
-        asio::bind_executor(strand_, [self = shared_from_this()](std::error_code ec, std::size_t) {
-          if (ec) return self->Drop();
-          self->ReadBody();
-        }));
+    return asio::async_write(stream_, asio::buffer(kContinue),
+                             asio::bind_executor(strand_, [self = this->shared_from_this()](
+                                                              std::error_code ec, std::size_t) {
+                               if (ec) return self->Drop();
+                               self->ReadBody();
+                             }));
   }
   ReadBody();
 }
 
-void HttpConnection::ReadBody() {
+template <typename Stream>
+void HttpConnection<Stream>::ReadBody() {
   // The bytes already read past the head, then the rest straight into the body.
   const std::size_t have = std::min<std::size_t>(in_.size(), head_.content_length);
   const auto begin = asio::buffers_begin(in_.data());
@@ -126,16 +153,17 @@ void HttpConnection::ReadBody() {
   in_.consume(have);
   if (have == head_.content_length) return Dispatch(std::move(body_));
   body_.resize(head_.content_length);
-  asio::async_read(
-      socket_, asio::buffer(body_.data() + have, body_.size() - have),
-      asio::bind_executor(strand_, [self = shared_from_this()](std::error_code ec, std::size_t) {
-        if (self->closed_) return;
-        if (ec) return self->Drop();
-        self->Dispatch(std::move(self->body_));
-      }));
+  asio::async_read(stream_, asio::buffer(body_.data() + have, body_.size() - have),
+                   asio::bind_executor(
+                       strand_, [self = this->shared_from_this()](std::error_code ec, std::size_t) {
+                         if (self->closed_) return;
+                         if (ec) return self->Drop();
+                         self->Dispatch(std::move(self->body_));
+                       }));
 }
 
-void HttpConnection::Dispatch(std::string body) {
+template <typename Stream>
+void HttpConnection<Stream>::Dispatch(std::string body) {
   timer_.cancel();
   const std::string& path = head_.path;
   if (path == "/version") {
@@ -160,16 +188,17 @@ void HttpConnection::Dispatch(std::string body) {
     return CallStream(*route_, *std::move(request));
   }
   if (head_.method != "GET") return Answer(405, std::string(kText), "Method Not Allowed\n");
-  shared_->fallback(path, [self = shared_from_this()](HttpAnswer answer) {
+  shared_->fallback(path, [self = this->shared_from_this()](HttpAnswer answer) {
     asio::post(self->strand_, [self, answer = std::move(answer)]() mutable {
       if (!self->closed_) self->Answer(std::move(answer));
     });
   });
 }
 
-void HttpConnection::CallUnary(const Route& route, std::string request) {
+template <typename Stream>
+void HttpConnection<Stream>::CallUnary(const Route& route, std::string request) {
   call_ = shared_->calls.Unary(route, std::move(request), head_.authorization,
-                               [self = shared_from_this()](int code, std::string body) {
+                               [self = this->shared_from_this()](int code, std::string body) {
                                  asio::post(
                                      self->strand_, [self, code, body = std::move(body)]() mutable {
                                        self->call_.reset();
@@ -180,45 +209,51 @@ void HttpConnection::CallUnary(const Route& route, std::string request) {
   WatchForClose();
 }
 
-void HttpConnection::CallStream(const Route& route, std::string request) {
+template <typename Stream>
+void HttpConnection<Stream>::CallStream(const Route& route, std::string request) {
   streaming_ = true;
   shared_->metrics.streams.fetch_add(1, std::memory_order_relaxed);
   StreamSink sink;
-  sink.message = [self = shared_from_this()](std::string line) {
+  sink.message = [self = this->shared_from_this()](std::string line) {
     asio::post(self->strand_,
                [self, line = std::move(line)]() mutable { self->StreamLine(std::move(line)); });
   };
-  sink.done = [self = shared_from_this()](grpc::Status status) {
+  sink.done = [self = this->shared_from_this()](grpc::Status status) {
     asio::post(self->strand_, [self, status = std::move(status)] { self->StreamDone(status); });
   };
   call_ = shared_->calls.Stream(route, std::move(request), head_.authorization, std::move(sink));
   WatchForClose();
 }
 
-void HttpConnection::WatchForClose() {
+template <typename Stream>
+void HttpConnection<Stream>::WatchForClose() {
   watching_ = true;
-  socket_.async_wait(tcp::socket::wait_read,
-                     asio::bind_executor(strand_, [self = shared_from_this()](std::error_code ec) {
-                       self->watching_ = false;
-                       if (self->resume_after_watch_) {
-                         self->resume_after_watch_ = false;
-                         if (!self->closed_) self->ReadHead();
-                         return;
-                       }
-                       if (ec || self->closed_ || !self->call_) return;
-                       char c = 0;
-                       std::error_code peek_ec;
-                       const std::size_t n = self->socket_.receive(
-                           asio::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
-                       if (peek_ec == asio::error::would_block) return self->WatchForClose();
-                       // Bytes of a next request wait in the socket until this answer is written.
-                       if (!peek_ec && n > 0) return;
-                       self->call_->Cancel();  // the client went away
-                       self->client_gone_ = true;
-                     }));
+  Socket().async_wait(
+      tcp::socket::wait_read,
+      asio::bind_executor(strand_, [self = this->shared_from_this()](std::error_code ec) {
+        self->watching_ = false;
+        if (self->resume_after_watch_) {
+          self->resume_after_watch_ = false;
+          if (!self->closed_) self->ReadHead();
+          return;
+        }
+        if (ec || self->closed_ || !self->call_) return;
+        char c = 0;
+        const ssize_t n = ::recv(self->Socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+          return self->WatchForClose();
+        }
+        // Bytes of a next request (or, over TLS, any record) wait in the socket
+        // until this answer is written.
+        if (n > 0) return;
+        self->call_->Cancel();  // the client went away
+        self->client_gone_ = true;
+      }));
 }
 
-void HttpConnection::Answer(int code, std::string content_type, std::string body, bool close) {
+template <typename Stream>
+void HttpConnection<Stream>::Answer(int code, std::string content_type, std::string body,
+                                    bool close) {
   shared_->metrics.Request(Label(), code);
   close_after_ = close || head_.close;
   std::string connection;
@@ -233,12 +268,14 @@ void HttpConnection::Answer(int code, std::string content_type, std::string body
                    body));
 }
 
-void HttpConnection::AnswerError(int code, grpc::StatusCode grpc_code, const std::string& message,
-                                 bool close) {
+template <typename Stream>
+void HttpConnection<Stream>::AnswerError(int code, grpc::StatusCode grpc_code,
+                                         const std::string& message, bool close) {
   Answer(code, std::string(kJson), ErrorBody(grpc_code, message), close);
 }
 
-void HttpConnection::SendStreamHead() {
+template <typename Stream>
+void HttpConnection<Stream>::SendStreamHead() {
   if (stream_head_sent_) return;
   stream_head_sent_ = true;
   shared_->metrics.Request(Label(), 200);
@@ -248,7 +285,8 @@ void HttpConnection::SendStreamHead() {
                       "Connection: close\r\n\r\n");
 }
 
-void HttpConnection::StreamLine(std::string line) {
+template <typename Stream>
+void HttpConnection<Stream>::StreamLine(std::string line) {
   if (closed_) return;
   SendStreamHead();
   if (head_.http11) line = fmt::format("{:x}\r\n{}\r\n", line.size(), line);
@@ -259,7 +297,8 @@ void HttpConnection::StreamLine(std::string line) {
   Send(std::move(line));
 }
 
-void HttpConnection::StreamDone(const grpc::Status& status) {
+template <typename Stream>
+void HttpConnection<Stream>::StreamDone(const grpc::Status& status) {
   shared_->metrics.streams.fetch_sub(1, std::memory_order_relaxed);
   call_.reset();
   if (closed_) return;
@@ -279,23 +318,25 @@ void HttpConnection::StreamDone(const grpc::Status& status) {
   answer_complete_ = true;
 }
 
-void HttpConnection::Send(std::string bytes) {
+template <typename Stream>
+void HttpConnection<Stream>::Send(std::string bytes) {
   if (closed_) return;
   pending_ += bytes;
   Flush();
 }
 
-void HttpConnection::Flush() {
+template <typename Stream>
+void HttpConnection<Stream>::Flush() {
   if (!writing_.empty() || pending_.empty()) return;
   writing_.swap(pending_);
   asio::async_write(
-      socket_, asio::buffer(writing_),
-      asio::bind_executor(strand_, [self = shared_from_this()](std::error_code ec, std::size_t) {
-        self->OnWritten(ec);
-      }));
+      stream_, asio::buffer(writing_),
+      asio::bind_executor(strand_, [self = this->shared_from_this()](
+                                       std::error_code ec, std::size_t) { self->OnWritten(ec); }));
 }
 
-void HttpConnection::OnWritten(std::error_code ec) {
+template <typename Stream>
+void HttpConnection<Stream>::OnWritten(std::error_code ec) {
   writing_.clear();
   if (closed_) return;
   if (ec) return Close();  // the client went away; a call in flight is cancelled
@@ -306,33 +347,43 @@ void HttpConnection::OnWritten(std::error_code ec) {
   AfterAnswer();
 }
 
-void HttpConnection::AfterAnswer() {
+template <typename Stream>
+void HttpConnection<Stream>::AfterAnswer() {
   streaming_ = false;
   stream_head_sent_ = false;
   if (watching_) {
     // The close watch still waits on the socket: cancel it; it starts the next read.
     resume_after_watch_ = true;
     std::error_code ignored;
-    socket_.cancel(ignored);
+    Socket().cancel(ignored);
     return;
   }
   ReadHead();
 }
 
-void HttpConnection::Linger() {
-  std::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_send, ignored);
+template <typename Stream>
+void HttpConnection<Stream>::Linger() {
   timer_.expires_after(kLinger);
-  timer_.async_wait(asio::bind_executor(strand_, [self = shared_from_this()](std::error_code ec) {
-    if (!ec) self->Close();
-  }));
-  DrainUntilEof();
+  timer_.async_wait(
+      asio::bind_executor(strand_, [self = this->shared_from_this()](std::error_code ec) {
+        if (!ec) self->Close();
+      }));
+  if constexpr (kTls) {
+    // close_notify; the client's answer to it, or the timer, ends the connection.
+    stream_.async_shutdown(asio::bind_executor(
+        strand_, [self = this->shared_from_this()](std::error_code) { self->Close(); }));
+  } else {
+    std::error_code ignored;
+    Socket().shutdown(tcp::socket::shutdown_send, ignored);
+    DrainUntilEof();
+  }
 }
 
-void HttpConnection::DrainUntilEof() {
+template <typename Stream>
+void HttpConnection<Stream>::DrainUntilEof() {
   auto scratch = std::make_shared<std::array<char, 4096>>();
-  socket_.async_read_some(asio::buffer(*scratch),
-                          asio::bind_executor(strand_, [self = shared_from_this(), scratch](
+  stream_.async_read_some(asio::buffer(*scratch),
+                          asio::bind_executor(strand_, [self = this->shared_from_this(), scratch](
                                                            std::error_code ec, std::size_t) {
                             if (self->closed_) return;
                             if (ec) return self->Close();
@@ -340,25 +391,31 @@ void HttpConnection::DrainUntilEof() {
                           }));
 }
 
-void HttpConnection::Close() {
+template <typename Stream>
+void HttpConnection<Stream>::Close() {
   if (closed_) return;
   closed_ = true;
   timer_.cancel();
   if (call_) call_->Cancel();
   std::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  Socket().shutdown(tcp::socket::shutdown_both, ignored);
+  Socket().close(ignored);
 }
 
-void HttpConnection::Drop() {
+template <typename Stream>
+void HttpConnection<Stream>::Drop() {
   shared_->metrics.dropped.fetch_add(1, std::memory_order_relaxed);
   Close();
 }
 
-std::string HttpConnection::Label() const {
+template <typename Stream>
+std::string HttpConnection<Stream>::Label() const {
   if (route_ != nullptr) return fmt::format("/v3/{}", route_->path);
   if (head_.path == "/version") return "/version";
   return "other";
 }
+
+template class HttpConnection<asio::ip::tcp::socket>;
+template class HttpConnection<asio::ssl::stream<asio::ip::tcp::socket>>;
 
 }  // namespace epoch::gateway

@@ -1,14 +1,19 @@
 // One HTTP/1.x connection of the gateway (gateway_http.h has the contract): read a head and its
 // body, answer, repeat while the client keeps the connection; a stream answer ends it.
 //
+// Stream is a plain socket or a TLS stream over one (the handshake comes first, with the context
+// given).
+//
 // Threading: every member runs on strand_; gRPC callbacks post to it.
 #pragma once
 
 #include <array>
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "epoch/gateway/gateway_http.h"
 #include "epoch/gateway/http_request.h"
@@ -17,12 +22,26 @@
 
 namespace epoch::gateway {
 
-class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+template <typename Stream>
+class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream>> {
  public:
-  HttpConnection(asio::ip::tcp::socket socket, std::shared_ptr<GatewayHttp::Shared> shared);
+  static constexpr bool kTls = !std::is_same_v<Stream, asio::ip::tcp::socket>;
+
+  // `tls` is the TLS context for a TLS stream, null for a plain socket.
+  HttpConnection(asio::ip::tcp::socket socket, std::shared_ptr<GatewayHttp::Shared> shared,
+                 std::shared_ptr<asio::ssl::context> tls = nullptr);
   void Start();
 
  private:
+  static Stream MakeStream(asio::ip::tcp::socket socket, asio::ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      return socket;
+    }
+  }
+  asio::ip::tcp::socket::lowest_layer_type& Socket() { return stream_.lowest_layer(); }
+
   void ReadHead();
   void OnHead(std::size_t head_bytes);
   void ReadBody();
@@ -56,7 +75,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void Drop();
   std::string Label() const;
 
-  asio::ip::tcp::socket socket_;
+  std::shared_ptr<asio::ssl::context> tls_;  // outlives stream_'s SSL object; null for plain
+  Stream stream_;
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_;
   std::shared_ptr<GatewayHttp::Shared> shared_;

@@ -23,6 +23,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -67,6 +68,9 @@ class GatewayHttp {
 
   // Serves the connection until it ends; the socket's executor runs it.
   void Serve(asio::ip::tcp::socket socket);
+  // The same over TLS: a server handshake with `tls` first (a failed one is a dropped
+  // connection).
+  void ServeTls(asio::ip::tcp::socket socket, std::shared_ptr<asio::ssl::context> tls);
 
   // epoch_gateway_requests_total{path,code}, epoch_gateway_streams,
   // epoch_gateway_streams_cut_total, epoch_gateway_connections_dropped_total.
