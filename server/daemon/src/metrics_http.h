@@ -6,9 +6,10 @@
 // With TLS (an https:// --listen-metrics-urls) every connection is a TLS server handshake first,
 // with the client port's certificate, key and CA, and a client certificate required when
 // --client-cert-auth is set (as etcd serves its metrics URLs). Given a TlsServe (epochd gives
-// the gateway's), each TLS connection is handed to it with the context instead. The files are read again for each
-// connection, so a rotated certificate is served without a restart; a file that does not load
-// keeps the previous one. The cipher list is the process's (rpc::SetProcessTlsPolicy).
+// the gateway's), each TLS connection is handed to it with the context instead. The files are
+// read again for each connection, so a rotated certificate is served without a restart; a file
+// that does not load keeps the previous one. The cipher list is the process's
+// (rpc::SetProcessTlsPolicy).
 //
 // Hostile input: a handshake and a request must arrive whole (headers end) within kRequestTimeout
 // and fit in kMaxRequestBytes, or the connection is closed without an answer; both are counted
