@@ -421,13 +421,14 @@ TEST_CASE("client TLS startup errors name the flag", "[integration][tls]") {
   }
 }
 
-// curl against an https:// --listen-metrics-urls: GET `path`, with the client certificate when
-// `with_cert`; the body on exit 0.
+// curl against an https:// --listen-metrics-urls: GET `path` (POST `body` when given), with the
+// client certificate when `with_cert`; the body on exit 0.
 CommandResult CurlMetrics(const Pki& pki, std::uint16_t port, const std::string& path,
-                          bool with_cert) {
+                          bool with_cert, const std::string& body = {}) {
   std::vector<std::string> argv = {"/usr/bin/curl", "--silent", "--show-error", "--fail",
                                    "--max-time",    "5",        "--cacert",     pki.ca.ca_file()};
   if (with_cert) argv.insert(argv.end(), {"--cert", pki.client.cert, "--key", pki.client.key});
+  if (!body.empty()) argv.insert(argv.end(), {"-X", "POST", "--data-binary", body});
   argv.push_back(fmt::format("https://127.0.0.1:{}{}", port, path));
   return test::RunCommand(argv, {}, seconds(10));
 }
@@ -482,6 +483,15 @@ TEST_CASE("an https:// --listen-metrics-urls serves /metrics and the probes over
   Result<test::HttpResponse> plain = test::HttpGet(metrics_port, "/metrics", seconds(5));
   CHECK((!plain.ok() || plain->code != 200));
   CHECK(CurlMetrics(pki, metrics_port, "/livez", true).exit_code == 0);
+  // etcd's HTTP/JSON gateway on the same TLS listener (an https:// client URL is gRPC's alone).
+  CommandResult put =
+      CurlMetrics(pki, metrics_port, "/v3/kv/put", true, R"({"key":"dA==","value":"dg=="})");
+  INFO(put.Describe());
+  CHECK(put.exit_code == 0);
+  CommandResult range = CurlMetrics(pki, metrics_port, "/v3/kv/range", true, R"({"key":"dA=="})");
+  INFO(range.Describe());
+  CHECK(range.out.find(R"("value":"dg==")") != std::string::npos);
+  CHECK(CurlMetrics(pki, metrics_port, "/v3/kv/range", false, R"({"key":"dA=="})").exit_code != 0);
   CHECK(node->Running());
   node->KillAndReap();
 }

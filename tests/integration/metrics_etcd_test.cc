@@ -199,9 +199,8 @@ TEST_CASE("Client port: the probes over HTTP/1, gRPC beside them, garbage closed
 
   const std::string page = Scrape(port);
   CHECK(SampleValue(page, "epoch_client_connections_rejected_total").value_or(0) >= 2);
-  CHECK(
-      SampleValue(page, "epoch_http_requests_dropped_total", {"listener=\"client\""}).value_or(0) >=
-      1);
+  CHECK(SampleValue(page, "epoch_gateway_requests_total", {"path=\"other\"", "code=\"431\""})
+            .value_or(0) >= 1);
   CHECK(SampleValue(page, "epoch_client_connections_total", {"protocol=\"http\""}).value_or(0) >=
         5);
   // gRPC still works on the same port, and the node is still up.

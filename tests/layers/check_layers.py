@@ -21,7 +21,8 @@ BELOW = {
     "lease": ["node"],
     "watch": ["state"],
     "api": ["lease", "watch", "node"],
-    "daemon": ["api"],
+    "gateway": [],
+    "daemon": ["api", "gateway"],
 }
 
 # Libraries inside a layer's folder that depend on no layer at all (common/ only), so that a

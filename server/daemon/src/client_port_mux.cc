@@ -21,7 +21,7 @@ constexpr std::chrono::milliseconds kPeekAgain{5};
 // One accepted connection until it is classified.
 class Pending : public std::enable_shared_from_this<Pending> {
  public:
-  Pending(tcp::socket socket, grpc::Server& server, MetricsHttp& http,
+  Pending(tcp::socket socket, grpc::Server& server, const ClientPortMux::HttpServe& http,
           std::shared_ptr<ClientPortMux::Counters> counters)
       : socket_(std::move(socket)),
         timer_(socket_.get_executor()),
@@ -81,7 +81,7 @@ class Pending : public std::enable_shared_from_this<Pending> {
   void HandToHttp() {
     Finish();
     counters_->http.fetch_add(1, std::memory_order_relaxed);
-    http_.Serve(std::move(socket_));
+    http_(std::move(socket_));
   }
 
   void Reject() {
@@ -103,7 +103,7 @@ class Pending : public std::enable_shared_from_this<Pending> {
   tcp::socket socket_;
   asio::steady_timer timer_;
   grpc::Server& grpc_server_;
-  MetricsHttp& http_;
+  ClientPortMux::HttpServe http_;
   std::shared_ptr<ClientPortMux::Counters> counters_;
   const std::chrono::steady_clock::time_point deadline_;
   bool done_ = false;  // on the io_context only

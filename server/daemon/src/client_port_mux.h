@@ -4,12 +4,13 @@
 //
 //   "PRI * HTTP/2.0..." (the HTTP/2 preface)   handed to the gRPC server as it is
 //                                               (grpc::AddInsecureChannelFromFd)
-//   an HTTP/1 request line ("GET /metrics ...")  served by MetricsHttp
+//   an HTTP/1 request line ("GET /metrics ...")  handed to the HTTP server (the gateway, which
+//                                               serves /metrics and the probes too)
 //   anything else                               closed, counted
 //
 // A connection that has not said which within kClassifyTimeout is closed and counted too.
-// Plaintext only: with client TLS the gRPC server listens on the port itself, and /metrics and
-// the probes are served on --listen-metrics-urls (docs/metrics.md).
+// Plaintext only: with client TLS the gRPC server listens on the port itself, and /metrics, the
+// probes and the gateway are served on --listen-metrics-urls (docs/metrics.md).
 //
 // Threading: runs on the io_context it is given (the peer loop); Stop() from any thread.
 #pragma once
@@ -19,6 +20,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -38,9 +40,12 @@ class ClientPortMux {
  public:
   static constexpr std::chrono::seconds kClassifyTimeout{10};
 
-  // `server` (started, without listening ports of its own) and `http` outlive this object.
-  ClientPortMux(asio::io_context& io, grpc::Server& server, MetricsHttp& http)
-      : io_(io), grpc_server_(server), http_(http) {}
+  // Serves one HTTP/1 connection from its first byte.
+  using HttpServe = std::function<void(asio::ip::tcp::socket)>;
+
+  // `server` (started, without listening ports of its own) outlives this object.
+  ClientPortMux(asio::io_context& io, grpc::Server& server, HttpServe http)
+      : io_(io), grpc_server_(server), http_(std::move(http)) {}
   ~ClientPortMux();
   ClientPortMux(const ClientPortMux&) = delete;
   ClientPortMux& operator=(const ClientPortMux&) = delete;
@@ -66,7 +71,7 @@ class ClientPortMux {
 
   asio::io_context& io_;
   grpc::Server& grpc_server_;
-  MetricsHttp& http_;
+  HttpServe http_;
   std::vector<std::shared_ptr<Listener>> listeners_;  // set up before serving, then fixed
   std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
 };

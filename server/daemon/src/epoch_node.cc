@@ -23,6 +23,7 @@
 #include "epoch/api/maintenance_service.h"
 #include "epoch/api/recipe_wait.h"
 #include "epoch/api/watch_service.h"
+#include "epoch/gateway/gateway_http.h"
 #include "epoch/lease/lease_manager.h"
 #include "epoch/metrics_text.h"
 #include "epoch/node/member_publisher.h"
@@ -72,6 +73,12 @@ namespace {
 
 // The peer wire's length prefix, counted in the peer byte metrics (as etcd counts its framing).
 constexpr std::size_t kFrameLengthBytes = 4;
+
+// etcd's cluster version: the server version's major.minor, patch 0 ("3.5.0" for "3.5.2").
+std::string EtcdClusterVersion(std::string_view server_version) {
+  const std::size_t dot = server_version.find('.', server_version.find('.') + 1);
+  return std::string(server_version.substr(0, dot)) + ".0";
+}
 
 // Raft messages to peers through the codec and the TCP transport, counted in the peer metrics.
 class TransportSender final : public MessageSender {
@@ -213,8 +220,9 @@ class EpochNode::Impl {
   std::unique_ptr<MemberPublisher> publisher_;
   std::unique_ptr<HealthProbes> health_;
   std::unique_ptr<MetricsHttp> metrics_;
-  // Plaintext client port: /metrics and the probes next to gRPC (ClientPortMux).
-  std::unique_ptr<MetricsHttp> client_http_;
+  // Plaintext client port: etcd's HTTP/JSON gateway, /metrics and the probes next to gRPC
+  // (ClientPortMux). The gateway calls grpc_server_ through its in-process channel.
+  std::unique_ptr<gateway::GatewayHttp> gateway_;
   std::unique_ptr<ClientPortMux> client_mux_;
   int client_port_ = 0;
 
@@ -232,6 +240,7 @@ class EpochNode::Impl {
   void Subscribe();
   Status StartServing();
   Status StartClientListeners();
+  std::unique_ptr<gateway::GatewayHttp> MakeGateway();
   PeerFrameGate::Routes PeerRoutes();
 };
 
@@ -512,11 +521,20 @@ Status EpochNode::Impl::StartServing() {
                                                  std::vector<std::string>{scheme + own.ToString()});
   publisher_->Start();
   if (config_.listen_metrics.port != 0) {
+    // Over TLS the gateway serves the listener (the metrics and probes through Http, and etcd's
+    // JSON API): the client port's https:// URLs are gRPC's own and have no HTTP/1 side.
+    MetricsHttp::TlsServe tls_serve;
+    std::optional<rpc::ServerTlsOptions> tls;
+    if (config_.client_tls.metrics_https) {
+      tls = config_.client_tls.server;
+      tls_serve = [this](asio::ip::tcp::socket s, std::shared_ptr<asio::ssl::context> context) {
+        gateway_->ServeTls(std::move(s), std::move(context));
+      };
+    }
     metrics_ = std::make_unique<MetricsHttp>(
         executors_.loop(Executors::Loop::kPeer),
-        [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); });
-    std::optional<rpc::ServerTlsOptions> tls;
-    if (config_.client_tls.metrics_https) tls = config_.client_tls.server;
+        [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); },
+        std::move(tls_serve));
     EPOCH_RETURN_IF_ERROR(
         metrics_->Start(config_.listen_metrics.host, config_.listen_metrics.port, tls));
   }
@@ -575,9 +593,9 @@ Status EpochNode::Impl::StartClientListeners() {
   }
   rpc_server_->Start(&context_->client_queue());
   asio::io_context& loop = executors_.loop(Executors::Loop::kPeer);
-  client_http_ = std::make_unique<MetricsHttp>(
-      loop, [this](const std::string& p, MetricsHttp::Respond r) { Http(p, std::move(r)); });
-  client_mux_ = std::make_unique<ClientPortMux>(loop, *grpc_server_, *client_http_);
+  gateway_ = MakeGateway();
+  client_mux_ = std::make_unique<ClientPortMux>(
+      loop, *grpc_server_, [this](asio::ip::tcp::socket s) { gateway_->Serve(std::move(s)); });
   for (std::size_t i = 0; i < listeners.size(); ++i) {
     int port = tls_ports[i];
     if (!config_.client_tls.Https(i)) {
@@ -591,6 +609,29 @@ Status EpochNode::Impl::StartClientListeners() {
     if (i == 0) client_port_ = port;
   }
   return Status::Ok();
+}
+
+// etcd's gateway on the client port: the node's own gRPC services through the in-process
+// channel (so auth, validation and the gRPC metrics apply as to any client), the node's /metrics
+// and probes for the other paths.
+std::unique_ptr<gateway::GatewayHttp> EpochNode::Impl::MakeGateway() {
+  grpc::ChannelArguments args;
+  // Answers as large as a gRPC client may receive (--max-response-bytes bounds them).
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  gateway::GatewayOptions options;
+  // The request limit in base64 (4/3) with room for JSON's names and quotes.
+  options.max_body_bytes = config_.limits.max_request_bytes / 3 * 4 + (512 << 10);
+  options.server_version = kEtcdApiVersion;
+  options.cluster_version = EtcdClusterVersion(kEtcdApiVersion);
+  return std::make_unique<gateway::GatewayHttp>(
+      grpc_server_->InProcessChannel(args), std::move(options),
+      [this](const std::string& path, gateway::GatewayHttp::Respond respond) {
+        Http(path, [respond = std::move(respond)](HttpReply reply) {
+          respond(gateway::HttpAnswer{reply.code, std::move(reply.body),
+                                      std::move(reply.content_type)});
+        });
+      });
 }
 
 // Where the frames that pass the peer gate go (on the peer loop): Raft messages to the driver,
@@ -697,8 +738,8 @@ HttpReply EpochNode::Impl::Metrics() {
             "TLS handshakes gRPC failed: on https:// client ports, and this member's TLS calls.",
             rpc::TlsHandshakeFailures());
   std::vector<std::pair<std::string, const MetricsHttp*>> endpoints;
-  if (client_http_) endpoints.emplace_back("client", client_http_.get());
   if (metrics_) endpoints.emplace_back("metrics", metrics_.get());
+  if (gateway_) gateway_->RenderMetrics(m);
   MetricsHttp::RenderMetrics(m, endpoints);
   RenderProcessMetrics(m);
   return {200, std::move(out)};

@@ -189,6 +189,7 @@ void MetricsHttp::Serve(tcp::socket socket) {
     std::make_shared<Connection<tcp::socket>>(std::move(socket), *this, handler_)->Start();
     return;
   }
+  if (tls_serve_) return tls_serve_(std::move(socket), TlsContext());
   std::make_shared<Connection<asio::ssl::stream<tcp::socket>>>(std::move(socket), *this, handler_,
                                                                TlsContext())
       ->Start();

@@ -1,13 +1,15 @@
 // MetricsHttp: a minimal HTTP/1.0 endpoint for /metrics (Prometheus text), the health probes
 // (/health, /readyz, /livez) and the failpoints (docs/metrics.md). One request per connection;
-// only GET; anything else gets 404 or 405. It serves connections it accepts itself
-// (--listen-metrics-urls) and connections ClientPortMux hands it from the client port.
+// only GET; anything else gets 404 or 405. It serves the connections it accepts itself
+// (--listen-metrics-urls).
 //
 // With TLS (an https:// --listen-metrics-urls) every connection is a TLS server handshake first,
 // with the client port's certificate, key and CA, and a client certificate required when
-// --client-cert-auth is set (as etcd serves its metrics URLs). The files are read again for each
-// connection, so a rotated certificate is served without a restart; a file that does not load
-// keeps the previous one. The cipher list is the process's (rpc::SetProcessTlsPolicy).
+// --client-cert-auth is set (as etcd serves its metrics URLs). Given a TlsServe (epochd gives
+// the gateway's), each TLS connection is handed to it with the context instead. The files are
+// read again for each connection, so a rotated certificate is served without a restart; a file
+// that does not load keeps the previous one. The cipher list is the process's
+// (rpc::SetProcessTlsPolicy).
 //
 // Hostile input: a handshake and a request must arrive whole (headers end) within kRequestTimeout
 // and fit in kMaxRequestBytes, or the connection is closed without an answer; both are counted
@@ -54,9 +56,12 @@ class MetricsHttp {
 
   using Respond = std::function<void(HttpReply)>;
   using Handler = std::function<void(const std::string& path, Respond respond)>;
+  // Serves a TLS connection in its place (from the handshake on) with the context given: the
+  // gateway, which answers the same paths through the handler and etcd's JSON API besides.
+  using TlsServe = std::function<void(asio::ip::tcp::socket, std::shared_ptr<asio::ssl::context>)>;
 
-  MetricsHttp(asio::io_context& io, Handler handler)
-      : acceptor_(io), retry_(io), handler_(std::move(handler)) {}
+  MetricsHttp(asio::io_context& io, Handler handler, TlsServe tls_serve = {})
+      : acceptor_(io), retry_(io), handler_(std::move(handler)), tls_serve_(std::move(tls_serve)) {}
   // Listens on host:port (0: any free port, see port()); over TLS when `tls` is given (its files
   // must load now).
   [[nodiscard]] Status Start(const std::string& host, std::uint16_t port,
@@ -82,6 +87,7 @@ class MetricsHttp {
   asio::ip::tcp::acceptor acceptor_;
   asio::steady_timer retry_;  // an accept that failed (EMFILE) is retried after a pause
   Handler handler_;
+  TlsServe tls_serve_;  // empty: TLS connections are served here
   std::uint16_t port_ = 0;
   std::optional<rpc::ServerTlsOptions> tls_;
   std::shared_ptr<asio::ssl::context> tls_context_;  // the last that loaded; on the io_context
