@@ -28,6 +28,11 @@
 #                     certificates (deploy/local-cluster.sh --tls makes them; etcd gets
 #                     --cert-file, --key-file, --trusted-ca-file, --client-cert-auth and https://
 #                     client URLs; the load generator --cacert, --cert, --key)
+#   BENCH_AUTH        1: auth on both systems (etcdctl: user root, a role "bench" with readwrite on
+#                     the prefix bench/, a user "bench" holding it, auth enable; simple tokens);
+#                     the load generator runs as "bench" (--user), so every call carries a token
+#                     and is checked against a prefix permission. Run it next to a run without
+#                     to see what the checks cost each system.
 #   BENCH_NO_BUILD    1: use $EPOCH_BUILD_DIR/server/epochd and bench/kv/epoch_bench as they are
 #                     (A/B runs of saved binaries)
 #   BENCH_ROUNDS      rounds of the whole matrix (1). Each round starts both clusters afresh, in
@@ -108,7 +113,24 @@ if [ "$tls" = 1 ]; then
     --trusted-ca-file "$certs/ca.pem" --client-cert-auth)
   scheme=https
 fi
-etcdctl() { command etcdctl "${client_tls[@]}" "$@"; }
+auth=${BENCH_AUTH:-0}
+etcdctl_auth=() bench_auth=()
+etcdctl() { command etcdctl "${client_tls[@]}" "${etcdctl_auth[@]}" "$@"; }
+# Auth on the cluster at $1 (BENCH_AUTH=1): etcd's sequence, through etcdctl, on both systems.
+enable_auth() {
+  etcdctl_auth=()
+  bench_auth=()
+  [ "$auth" = 1 ] || return 0
+  local e=(--endpoints="$1")
+  etcdctl "${e[@]}" user add root:rootpw >/dev/null
+  etcdctl "${e[@]}" role add bench >/dev/null
+  etcdctl "${e[@]}" role grant-permission bench --prefix=true readwrite bench/ >/dev/null
+  etcdctl "${e[@]}" user add bench:benchpw >/dev/null
+  etcdctl "${e[@]}" user grant-role bench bench >/dev/null
+  etcdctl "${e[@]}" auth enable >/dev/null
+  etcdctl_auth=(--user root:rootpw)
+  bench_auth=(--user bench:benchpw)
+}
 epoch_endpoints=127.0.0.1:$ep,127.0.0.1:$((ep + 10)),127.0.0.1:$((ep + 20))
 etcd_endpoints=127.0.0.1:$cp0,127.0.0.1:$((cp0 + 10)),127.0.0.1:$((cp0 + 20))
 
@@ -194,7 +216,7 @@ run_matrix() {  # system endpoints pid-files-glob round
     out=$("$bench" --endpoints "$endpoints" --workload "$workload" --clients "$clients" \
       --conns "$cn" --threads "$threads" --target "$tgt" --duration "$duration" --warmup "$warmup" \
       --keys "$keys" --value-size "$value" --key-prefix "bench/$name/" --label "$system/$name" \
-      --server-pids "$pids" --json "${client_tls[@]}" $extra 2>>"$dir/$system-bench.log") || true
+      --server-pids "$pids" --json "${client_tls[@]}" "${bench_auth[@]}" $extra 2>>"$dir/$system-bench.log") || true
     term_after=$(raft_term "$endpoints")
     if [ -n "$out" ]; then
       echo "$out" | jq -c --arg s "$system" --arg c "$name" --argjson t0 "$term_before" \
@@ -216,8 +238,8 @@ for round in $(seq "$rounds"); do
   if ((round % 2 == 0)); then order=$(echo "$systems" | tr ' ' '\n' | tac | paste -sd' ' -); fi
   for s in $order; do
     case $s in
-      epoch) start_epoch; run_matrix epoch "$epoch_endpoints" "$dir/epoch/n*.pid" "$round"; stop_epoch; drop_data ;;
-      etcd) start_etcd; run_matrix etcd "$etcd_endpoints" "$dir/etcd/e*.pid" "$round"; stop_etcd; drop_data ;;
+      epoch) etcdctl_auth=(); start_epoch; enable_auth "$epoch_endpoints"; run_matrix epoch "$epoch_endpoints" "$dir/epoch/n*.pid" "$round"; stop_epoch; drop_data ;;
+      etcd) etcdctl_auth=(); start_etcd; enable_auth "$etcd_endpoints"; run_matrix etcd "$etcd_endpoints" "$dir/etcd/e*.pid" "$round"; stop_etcd; drop_data ;;
     esac
   done
 done
@@ -238,6 +260,7 @@ echo "Epoch vs etcd $(etcd --version | head -1 | awk '{print $3}'), 3 nodes each
   "${duration}s per cell after ${warmup}s warm-up, $keys keys, ${value}B values, client threads $threads."
 echo "Multi-client cells send to: $target endpoints ($conns connections); put-1 sends to the leader."
 if [ "$tls" = 1 ]; then echo "Client TLS with client certificates on both systems (EC P-256, the same files)."; fi
+if [ "$auth" = 1 ]; then echo "Auth on both systems: every call carries a simple token of a user with readwrite on the prefix bench/."; fi
 jq -rs "$jq_common"'
   def r($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 100 | round / 100 | tostring) else "-" end;
   def n($x): if $x == null then "-" else ($x | tostring) end;

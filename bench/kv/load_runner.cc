@@ -48,6 +48,7 @@ struct Plan {
   std::chrono::milliseconds rpc_timeout{0};
   std::chrono::milliseconds error_backoff{0};
   std::uint64_t seed = 0;
+  std::string token;  // etcd's "token" metadata on every call; empty: none
 };
 
 class Worker;
@@ -158,6 +159,7 @@ void ClientSlot::StartRpc(Clock::time_point now) {
   ctx_.reset();
   ctx_.emplace();
   ctx_->set_deadline(MonotonicDeadline(plan.rpc_timeout));
+  if (!plan.token.empty()) ctx_->AddMetadata("token", plan.token);
   grpc::CompletionQueue* cq = worker_->cq();
   state_ = State::kRpc;
   started_ = now;
@@ -380,6 +382,7 @@ LoadResult RunPrefill(const LoadOptions& opts, Connections& conns,
   plan.window_start = Clock::now();
   plan.window_end = Clock::time_point::max();
   plan.rpc_timeout = opts.rpc_timeout;
+  plan.token = opts.token;
   plan.error_backoff = opts.error_backoff;
   plan.seed = opts.seed;
   LoadResult r = RunPlan(opts, conns, plan);
@@ -398,6 +401,7 @@ LoadResult RunLoad(const LoadOptions& opts, Connections& conns,
   plan.window_start = Clock::now() + opts.warmup;
   plan.window_end = plan.window_start + opts.duration;
   plan.rpc_timeout = opts.rpc_timeout;
+  plan.token = opts.token;
   plan.error_backoff = opts.error_backoff;
   plan.seed = opts.seed;
   LoadResult r = RunPlan(opts, conns, plan);

@@ -43,6 +43,8 @@ struct LoadOptions {
   // Local server processes whose CPU time (user + sys, from /proc) is sampled at the start and the
   // end of the measured window, to report server CPU per operation. May be empty.
   std::vector<int> server_pids;
+  // An auth token (Auth.Authenticate) sent as etcd's "token" metadata on every call; empty: none.
+  std::string token;
 };
 
 struct ErrorSample {

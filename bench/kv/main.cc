@@ -39,6 +39,7 @@ struct Flags {
   bool json = false;
   bool mutex_deadlock_detection = false;
   client::TlsOptions tls;  // etcdctl's --cacert, --cert, --key, --insecure-skip-tls-verify
+  std::string user;        // etcdctl's --user name:password; empty: no auth
 };
 
 std::vector<std::string> SplitEndpoints(const std::string& csv) {
@@ -81,6 +82,23 @@ Result<std::string> FindLeader(const std::vector<std::string>& endpoints,
   return Status::Unavailable("no endpoint reports itself as leader;" + errors);
 }
 
+// A token for `user` ("name:password", as etcdctl's --user) from Auth.Authenticate on `endpoint`.
+Result<std::string> Authenticate(const std::string& endpoint, const std::string& user,
+                                 const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  const std::size_t colon = user.find(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("--user takes name:password");
+  auto stub = etcdserverpb::Auth::NewStub(grpc::CreateChannel(endpoint, credentials));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  etcdserverpb::AuthenticateRequest req;
+  req.set_name(user.substr(0, colon));
+  req.set_password(user.substr(colon + 1));
+  etcdserverpb::AuthenticateResponse resp;
+  const grpc::Status s = stub->Authenticate(&ctx, req, &resp);
+  if (!s.ok()) return Status::Unavailable(fmt::format("authenticate: {}", s.error_message()));
+  return resp.token();
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -118,6 +136,8 @@ void AddFlags(CLI::App& app, Flags& f, LoadOptions& o) {
   app.add_option("--key", f.tls.key_file, "TLS: client key");
   app.add_flag("--insecure-skip-tls-verify", f.tls.insecure_skip_verify,
                "TLS without verifying the servers' certificates");
+  app.add_option("--user", f.user,
+                 "Auth: name:password; the token goes on every call (etcd's \"token\" metadata)");
   app.add_flag("--no-prefill", f.no_prefill, "Do not put every key before the run");
   app.add_flag("--mutex-deadlock-detection", f.mutex_deadlock_detection,
                "Leave Abseil's mutex deadlock detection on (Debian's build has it on; it costs "
@@ -169,6 +189,14 @@ int Main(int argc, char** argv) {
     endpoints = {*leader};
   }
   o.endpoints = endpoints;
+  if (!f.user.empty()) {
+    Result<std::string> token = Authenticate(endpoints.front(), f.user, *credentials);
+    if (!token.ok()) {
+      fmt::print(stderr, "{}\n", token.status().ToString());
+      return 2;
+    }
+    o.token = *token;
+  }
   const RunDescription desc{f.label, f.target, Join(endpoints)};
   std::FILE* human = f.json ? stderr : stdout;
 

@@ -84,6 +84,7 @@ constexpr std::array kAll = {
     e::kTxnReadTooLarge,
     e::kIdempotencyExpired,
     e::kIdempotencyTableFull,
+    e::kAuthRateLimited,
 };
 
 // The table is indexed by id: an entry out of order is a compile error, not a wrong lookup.

@@ -83,7 +83,7 @@ TEST_CASE("auth: failed Authenticate attempts are rate-limited and counted",
                                        "60000", "--auth-failure-backoff-max-ms", "600000"}));
   EnableAuth(*cluster);
   const std::string failed(etcd_errors::kAuthFailed.message);
-  const std::string limited("epoch: too many failed authentication attempts");
+  const std::string limited(etcd_errors::kAuthRateLimited.message);
   for (int i = 0; i < 3; ++i) {
     grpc::Status s = Authenticate(*cluster, "root", "guess" + std::to_string(i));
     CHECK(s.error_message() == failed);

@@ -2,7 +2,9 @@
 // writes parses as JSON with level, ts and msg; a leader change leaves one "leader changed" line
 // on each member naming the new leader and term, the winner's election ("became candidate",
 // "became leader") is logged, and a member restarted behind the compacted log leaves the whole
-// snapshot trail: created, sending and sent on the leader, received and installed on it.
+// snapshot trail: created, sending and sent on the leader, received and installed on it; a member
+// added and removed is logged by every member with the member's id and the new voter and learner
+// counts.
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -112,6 +114,46 @@ TEST_CASE("logs: JSON lines with the leader change, election and snapshot events
   CHECK(Number(Find(*cluster, old_leader, "installed snapshot").back(), "index") >= 100);
   // And nothing any member wrote was anything but a JSON line.
   for (int i = 0; i < cluster->size(); ++i) CHECK(JsonLines(*cluster, i).size() > 5);
+}
+
+TEST_CASE("logs: every member logs a member added as learner and then removed",
+          "[integration][logging][membership]") {
+  std::vector<std::string> flags = test::ClusterOptions{}.extra_flags;
+  flags.insert(flags.end(), {"--logger", "zap", "--log-outputs", "stderr"});
+  auto cluster = StartCluster(3, flags);
+  Result<int> leader = cluster->WaitForLeader(seconds(10));
+  REQUIRE(leader.ok());
+  auto members = etcdserverpb::Cluster::NewStub(cluster->Channel(*leader));
+
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://127.0.0.1:1");  // never started: a learner does not count for quorum
+  add.set_islearner(true);
+  etcdserverpb::MemberAddResponse added;
+  grpc::ClientContext add_ctx;
+  REQUIRE(members->MemberAdd(&add_ctx, add, &added).ok());
+  const std::string learner = Hex(added.member().id());
+
+  etcdserverpb::MemberRemoveRequest remove;
+  remove.set_id(added.member().id());
+  etcdserverpb::MemberRemoveResponse removed;
+  grpc::ClientContext remove_ctx;
+  REQUIRE(members->MemberRemove(&remove_ctx, remove, &removed).ok());
+
+  for (int i = 0; i < cluster->size(); ++i) {
+    INFO("node " << i);
+    const std::string self = Hex(cluster->node(i).member_id);
+    REQUIRE(Logged(*cluster, i, "applied conf change add-learner", {{"member", learner}}));
+    const Struct add_line =
+        Find(*cluster, i, "applied conf change add-learner", {{"member", learner}}).back();
+    CHECK(Text(add_line, "node") == self);
+    CHECK(Number(add_line, "voters") == 3);
+    CHECK(Number(add_line, "learners") == 1);
+    REQUIRE(Logged(*cluster, i, "applied conf change remove-member", {{"member", learner}}));
+    const Struct remove_line =
+        Find(*cluster, i, "applied conf change remove-member", {{"member", learner}}).back();
+    CHECK(Number(remove_line, "index") > Number(add_line, "index"));
+    CHECK(Number(remove_line, "learners") == 0);
+  }
 }
 
 TEST_CASE("logs: --logger=capnslog writes plain lines after its deprecation warning",

@@ -107,6 +107,7 @@ enum class ErrorId : std::uint16_t {
   kTxnReadTooLarge,       // a write txn's reads visit more keys than its entry allows
   kIdempotencyExpired,    // a session key at or below its client's expired watermark
   kIdempotencyTableFull,  // the idempotency table is at its records or bytes bound
+  kAuthRateLimited,       // Authenticate refused unchecked: too many failed attempts
 };
 
 struct EtcdError {
@@ -265,6 +266,10 @@ inline constexpr EtcdError kIdempotencyTableFull{
     ErrorId::kIdempotencyTableFull, GrpcCode::kResourceExhausted,
     "epoch: idempotency table full (--idempotency-max-records / --idempotency-max-bytes); "
     "request not applied"};
+// Authenticate refused without checking the password (auth_failure_limiter.h): RESOURCE_EXHAUSTED,
+// the code etcd's clients do not retry at once; etcd has no such limit, so the message is Epoch's.
+inline constexpr EtcdError kAuthRateLimited{ErrorId::kAuthRateLimited, GrpcCode::kResourceExhausted,
+                                            "epoch: too many failed authentication attempts"};
 }  // namespace etcd_errors
 
 // Every error above, in ErrorId order (index = ErrorId - 1), for lookups and tests.

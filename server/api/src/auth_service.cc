@@ -14,12 +14,6 @@ namespace pb = etcdserverpb;
 
 void FinishError(rpc::UnaryReactor* reactor, const Status& s) { reactor->Finish(ToGrpc(s)); }
 
-// Authenticate refused unchecked (auth_failure_limiter.h): etcd's "too many requests" kind
-// (RESOURCE_EXHAUSTED, which etcd's clients do not retry at once) with Epoch's own message (etcd
-// has no such limit).
-constexpr EtcdError kAuthRateLimited{ErrorId::kTooManyRequests, GrpcCode::kResourceExhausted,
-                                     "epoch: too many failed authentication attempts"};
-
 }  // namespace
 
 AuthService::AuthService(NodeContext& node)
@@ -94,7 +88,7 @@ rpc::UnaryReactor* AuthService::Authenticate(rpc::CallContext* ctx,
   std::string host = PeerHost(ctx->peer());
   if (!failures_->Admit(request->name(), host, AuthFailureLimiter::Clock::now())) {
     rate_limited_.fetch_add(1, std::memory_order_relaxed);
-    FinishError(reactor, kAuthRateLimited.ToStatus());
+    FinishError(reactor, etcd_errors::kAuthRateLimited.ToStatus());
     return reactor;
   }
   auto check = [this, reactor, request, response, deadline = ctx->deadline(), host] {

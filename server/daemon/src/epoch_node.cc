@@ -150,7 +150,7 @@ class EpochNode::Impl {
   // it) and the leadership hand-over leave first.
   static constexpr auto kRemovedLinger = std::chrono::seconds(1);
   void OnRemoved() {
-    spdlog::critical("node={} id={:x} was removed from the cluster: stopping", config_.name,
+    spdlog::critical("name={} node={:x} was removed from the cluster: stopping", config_.name,
                      config_.self_id());
     auto timer = std::make_shared<asio::steady_timer>(executors_.loop(Executors::Loop::kPeer),
                                                       kRemovedLinger);
@@ -248,7 +248,7 @@ Status EpochNode::Impl::Open() {
   EPOCH_RETURN_IF_ERROR(config_.Validate());
   if (config_.cluster_token == NodeConfig().cluster_token) {
     spdlog::warn(
-        "node={} uses the default --initial-cluster-token '{}': give each cluster its own token",
+        "name={} uses the default --initial-cluster-token '{}': give each cluster its own token",
         config_.name, config_.cluster_token);
   }
   EPOCH_RETURN_IF_ERROR(OpenStorage());
@@ -261,7 +261,7 @@ Status EpochNode::Impl::Open() {
   BuildServices();
   Subscribe();
   EPOCH_RETURN_IF_ERROR(StartServing());
-  spdlog::info("node={} id={:x} serving clients on {} (port {}), peers on {}", config_.name,
+  spdlog::info("name={} node={:x} serving clients on {} (port {}), peers on {}", config_.name,
                config_.self_id(), config_.listen_client.ToString(), client_port_,
                config_.listen_peer.ToString());
   return Status::Ok();
@@ -272,9 +272,9 @@ Status EpochNode::Impl::OpenStorage() {
   wal::Options wal_options;
   wal_options.log = [this](wal::LogLevel level, std::string_view message) {
     if (level == wal::LogLevel::kError) {
-      spdlog::error("node={} wal: {}", config_.name, message);
+      spdlog::error("name={} wal: {}", config_.name, message);
     } else {
-      spdlog::warn("node={} wal: {}", config_.name, message);
+      spdlog::warn("name={} wal: {}", config_.name, message);
     }
   };
   // One WAL request per Ready, whose callback only posts to the Raft strand: run it on the sync
@@ -313,15 +313,15 @@ Status EpochNode::Impl::OpenStorage() {
 Status EpochNode::Impl::Bootstrap() {
   if (!wal_->LastSnapshot().IsEmpty() || wal_->LastIndex() > LogIndex(0) ||
       !wal_->InitialHardState().IsEmpty()) {
-    spdlog::info("node={} restarting: term={} commit={} last_index={} applied={}", config_.name,
-                 wal_->InitialHardState().term, wal_->InitialHardState().commit, wal_->LastIndex(),
-                 store_->AppliedIndex());
+    spdlog::info("name={} node={:x} restarting: term={} commit={} last_index={} applied={}",
+                 config_.name, config_.self_id(), wal_->InitialHardState().term,
+                 wal_->InitialHardState().commit, wal_->LastIndex(), store_->AppliedIndex());
     return Status::Ok();
   }
   if (config_.joined) {
     // raft::BootstrapSnapshot's other case: an empty log, filled by the leader's snapshot.
-    spdlog::info("node={} joining with an empty log: waiting for the leader's snapshot",
-                 config_.name);
+    spdlog::info("name={} node={:x} joining with an empty log: waiting for the leader's snapshot",
+                 config_.name, config_.self_id());
     return Status::Ok();
   }
   std::vector<NodeId> voters;
@@ -332,8 +332,8 @@ Status EpochNode::Impl::Bootstrap() {
   raft::HardState hs{raft::kBootstrapTerm, raft::kNoNode, raft::kBootstrapIndex};
   EPOCH_RETURN_IF_ERROR(AwaitDurable(
       [&](wal::DurableCallback done) { return wal_->SaveHardState(hs, std::move(done)); }));
-  spdlog::info("node={} bootstrapped a new member of a {}-voter cluster", config_.name,
-               voters.size());
+  spdlog::info("name={} node={:x} bootstrapped a new member of a {}-voter cluster", config_.name,
+               config_.self_id(), voters.size());
   return Status::Ok();
 }
 
@@ -693,7 +693,7 @@ void EpochNode::Impl::Shutdown() {
   disk_failpoint_.reset();  // a stalled fdatasync must not hang the close
   if (wal_) {
     Status s = wal_->Close();
-    if (!s.ok()) spdlog::error("node={} closing the WAL: {}", config_.name, s.ToString());
+    if (!s.ok()) spdlog::error("name={} closing the WAL: {}", config_.name, s.ToString());
   }
 }
 

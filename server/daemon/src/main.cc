@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    spdlog::info("node={} received signal {}, shutting down", config.name, sig);
+    spdlog::info("name={} received signal {}, shutting down", config.name, sig);
     systemd.Stopping();
     (*node)->Shutdown();
   });

@@ -140,8 +140,8 @@ Status PrepareMembership(NodeConfig* config, bool fresh) {
   if (!known.ok()) return known.status();
   if (known->has_value()) {
     AdoptIdentity(config, **known);
-    spdlog::info("node={} joined cluster {:x} as member {:x} ({}/{})", config->name,
-                 (*known)->cluster_id, (*known)->member_id.value(), config->data_dir,
+    spdlog::info("name={} node={:x} joined cluster {:x} ({}/{})", config->name,
+                 (*known)->member_id.value(), (*known)->cluster_id, config->data_dir,
                  kIdentityFile);
     return Status::Ok();
   }
@@ -182,8 +182,8 @@ Status PrepareMembership(NodeConfig* config, bool fresh) {
   AdoptMembers(config, *answer);
   AdoptIdentity(config, id);
   EPOCH_RETURN_IF_ERROR(WriteJoinedIdentity(config->data_dir, id));
-  spdlog::info("node={} joining cluster {:x} as member {:x} with {} members", config->name,
-               id.cluster_id, id.member_id.value(), config->members.size());
+  spdlog::info("name={} node={:x} joining cluster {:x} with {} members", config->name,
+               id.member_id.value(), id.cluster_id, config->members.size());
   return Status::Ok();
 }
 

@@ -66,8 +66,8 @@ void PeerMembership::Apply(const raft::ConfState& conf) {
     }
     if (!raft::IsVoter(conf, id) && !raft::IsLearner(conf, id)) {
       if (dialled_.erase(id) > 0) {
-        spdlog::info("node={} member {:x} left the configuration: disconnected", config_.name,
-                     m.id());
+        spdlog::info("name={} node={:x} member={:x} left the configuration: disconnected",
+                     config_.name, config_.self_id(), m.id());
         transport_.RemovePeer(id);
       }
       continue;
@@ -77,7 +77,7 @@ void PeerMembership::Apply(const raft::ConfState& conf) {
     if (m.peer_urls().empty()) continue;
     Result<HostPort> address = ParseHostPort(m.peer_urls(0));
     if (!address.ok()) {
-      spdlog::warn("node={} member {:x} has an unusable peer URL '{}': not dialled", config_.name,
+      spdlog::warn("name={} member {:x} has an unusable peer URL '{}': not dialled", config_.name,
                    m.id(), m.peer_urls(0));
       continue;
     }

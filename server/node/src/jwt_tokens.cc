@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -26,6 +27,7 @@ namespace epoch::server {
 namespace {
 
 constexpr std::size_t kEs256Half = 32;  // bytes of r and of s in a JWS ES256 signature
+constexpr double kMaxDurationMs = 366.0 * 24 * 3'600'000;  // a token TTL longer is a typo
 
 Status Invalid() { return etcd_errors::kInvalidAuthToken.ToStatus(); }
 
@@ -97,7 +99,8 @@ Result<std::string> ReadKeyFile(const std::string& path) {
   return bytes.str();
 }
 
-// Go's time.ParseDuration for the units a TTL uses: a sequence of <number><h|m|s|ms>.
+// Go's time.ParseDuration for the units a TTL uses: a sequence of <number><h|m|s|ms>, positive
+// and at most a year.
 Result<std::chrono::seconds> ParseGoDuration(std::string_view text) {
   double total_ms = 0;
   std::size_t at = 0;
@@ -108,8 +111,11 @@ Result<std::chrono::seconds> ParseGoDuration(std::string_view text) {
            (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
       ++digits;
     }
-    if (digits == at) return Status::InvalidArgument(fmt::format("bad duration {}", text));
-    const double number = std::stod(std::string(text.substr(at, digits - at)));
+    double number = 0;
+    const auto [end, err] = std::from_chars(text.data() + at, text.data() + digits, number);
+    if (digits == at || err != std::errc() || end != text.data() + digits) {
+      return Status::InvalidArgument(fmt::format("bad duration {}", text));
+    }
     std::size_t unit_end = digits;
     while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end]))) {
       ++unit_end;
@@ -124,10 +130,13 @@ Result<std::chrono::seconds> ParseGoDuration(std::string_view text) {
     total_ms += number * scale;
     at = unit_end;
   }
-  const auto seconds = static_cast<std::int64_t>(std::ceil(total_ms / 1000));
-  if (seconds <= 0)
+  if (!(total_ms > 0)) {
     return Status::InvalidArgument(fmt::format("duration {} is not positive", text));
-  return std::chrono::seconds(seconds);
+  }
+  if (total_ms > kMaxDurationMs) {
+    return Status::InvalidArgument(fmt::format("duration {} is longer than a year", text));
+  }
+  return std::chrono::seconds(static_cast<std::int64_t>(std::ceil(total_ms / 1000)));
 }
 
 EVP_PKEY* ReadPem(const std::string& pem, bool is_private) {

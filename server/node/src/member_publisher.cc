@@ -38,9 +38,9 @@ void MemberPublisher::Attempt() {
   node_.Write(std::move(request), std::chrono::system_clock::now() + std::chrono::seconds(5),
               [this](const Status& s, const v1::InternalResponse&) {
                 if (s.ok()) {
-                  spdlog::info("node={} published its client URLs", node_.config().name);
+                  spdlog::info("name={} published its client URLs", node_.config().name);
                 } else {
-                  spdlog::debug("node={} publishing its client URLs: {}", node_.config().name,
+                  spdlog::debug("name={} publishing its client URLs: {}", node_.config().name,
                                 s.ToString());
                 }
                 proposing_.store(false);

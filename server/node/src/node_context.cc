@@ -28,7 +28,7 @@ std::shared_ptr<grpc::ChannelCredentials> MemberCredentials(const NodeConfig& co
   if (!config.client_tls.Any()) return nullptr;
   auto credentials = rpc::MakeMemberChannelCredentials(config.client_tls.server);
   if (credentials.ok()) return *credentials;
-  spdlog::error("node={} no TLS credentials for calls to other members: {}", config.name,
+  spdlog::error("name={} no TLS credentials for calls to other members: {}", config.name,
                 credentials.status().ToString());
   return nullptr;
 }
@@ -40,7 +40,7 @@ std::unique_ptr<JwtTokens> MakeJwt(const NodeConfig& config) {
   if (!config.auth_jwt) return nullptr;
   Result<std::unique_ptr<JwtTokens>> jwt = JwtTokens::Create(*config.auth_jwt);
   if (!jwt.ok()) {
-    spdlog::critical("node={} --auth-token jwt: {}", config.name, jwt.status().ToString());
+    spdlog::critical("name={} --auth-token jwt: {}", config.name, jwt.status().ToString());
     std::abort();
   }
   return std::move(*jwt);

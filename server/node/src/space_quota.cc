@@ -80,7 +80,7 @@ void SpaceQuota::Raise(std::int64_t size) {
   if (HasAlarm(node_.store().Alarms(), mine)) return;
   if (raising_.exchange(true)) return;
   spdlog::warn(
-      "node={} store size {} bytes reached the space quota ({} bytes, "
+      "name={} store size {} bytes reached the space quota ({} bytes, "
       "--quota-backend-bytes): raising the NOSPACE alarm",
       node_.config().name, size, quota_bytes_);
   v1::InternalRequest request;
@@ -91,7 +91,7 @@ void SpaceQuota::Raise(std::int64_t size) {
   node_.Write(std::move(request), std::chrono::system_clock::now() + kRaiseTimeout,
               [this](const Status& s, const v1::InternalResponse&) {
                 if (!s.ok()) {
-                  spdlog::warn("node={} raising the NOSPACE alarm: {} (tried again later)",
+                  spdlog::warn("name={} raising the NOSPACE alarm: {} (tried again later)",
                                node_.config().name, s.ToString());
                 }
                 raising_.store(false);

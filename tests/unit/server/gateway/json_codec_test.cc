@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "epoch/etcd_errors.h"
 #include "epoch/gateway/route_table.h"
 #include "etcdserverpb/rpc.pb.h"
 
@@ -80,9 +81,9 @@ TEST_CASE("a response prints as etcd's gateway prints it", "[gateway]") {
 
 TEST_CASE("streams and errors are framed as grpc-gateway v1 frames them", "[gateway]") {
   CHECK(StreamResult(R"({"created":true})") == "{\"result\":{\"created\":true}}\n");
-  CHECK(ErrorBody(grpc::StatusCode::NOT_FOUND, "etcdserver: requested lease not found") ==
-        R"({"error":"etcdserver: requested lease not found",)"
-        R"("message":"etcdserver: requested lease not found","code":5})");
+  const std::string lease(etcd_errors::kLeaseNotFound.message);
+  CHECK(ErrorBody(grpc::StatusCode::NOT_FOUND, lease) ==
+        R"({"error":")" + lease + R"(","message":")" + lease + R"(","code":5})");
   CHECK(ErrorBody(grpc::StatusCode::INVALID_ARGUMENT, "a \"b\"\n") ==
         R"({"error":"a \"b\"\n","message":"a \"b\"\n","code":3})");
   CHECK(StreamError(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no leader")) ==
