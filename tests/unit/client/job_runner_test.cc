@@ -146,6 +146,12 @@ TEST_CASE("Job values parse, idempotency keys are stable per job and stage", "[c
   CHECK(IdempotencyKey(*job, 1).size() == 16);
   auto other = ParseJob("b", "stages=x,y\nbody");
   CHECK(IdempotencyKey(*job, 1) != IdempotencyKey(*other, 1));
+  // Pinned: the Python worker computes the same keys (client/python/tests/test_units.py), so a
+  // C++ and a Python holder of one job recognise each other's committed stages.
+  auto pinned = ParseJob("j1", "stages=a,b\npayload");
+  REQUIRE(pinned.ok());
+  CHECK(IdempotencyKey(*pinned, 1) == "b4547f1247bf4e9c");
+  CHECK(IdempotencyKey(*pinned, 2) == "b454821247bf53b5");
 
   CHECK(ParseJob("c", "no stages line").status().Is(StatusCode::kInvalidArgument));
   CHECK(ParseJob("c", "stages=a,,b").status().Is(StatusCode::kInvalidArgument));
