@@ -197,6 +197,41 @@ TEST_CASE("A worker process paused past its lease has its late write rejected",
   CHECK(row->last_fencing_token == FencingToken(newer));
 }
 
+TEST_CASE("The example worker swallows its poison pill by default when paused past its lease",
+          "[jobs][sqlite][process]") {
+  auto cluster = StartCluster();
+  auto client = NewClient(*cluster);
+  SqliteFile file;
+  SqliteFile::Connection db(file.path);
+  const JobSpec job = Enqueue(*client, "slow", {"a", "b", "c"});
+
+  const auto log = file.dir.Sub("worker.log");
+  testing::ChildProcess worker(  // no --poison-pill / --self-fencing flag: the defaults
+      {FENCED_WORKER_PATH, "--endpoints", cluster->Endpoints(), "--prefix", kKeys.prefix,
+       "--sqlite", file.path.string(), "--worker", "pill", "--ttl-s", "1", "--stage-ms", "1500",
+       "--max-runtime-s", "60"},
+      log);
+  auto logged = [&](const std::string& text) {
+    return FileTail(log, 100'000).find(text) != std::string::npos;
+  };
+  REQUIRE(Eventually([&] { return logged("event=commit job=slow stage=1 "); }, seconds(20),
+                     kProcessPoll));
+  REQUIRE(worker.Pause());
+  REQUIRE(Eventually([&] { return CountPrefix(*client, kKeys.LockName("slow") + "/") == 0; },
+                     seconds(15), kProcessPoll));
+  auto session = NewSession(client.get());
+  Worker takeover(client.get(), db.store.get(), db.effects.get());
+  SessionRef ref(session.get());
+  REQUIRE(takeover.runner->RunOnce(job, ref).outcome == JobOutcome::kCompleted);
+
+  REQUIRE(::kill(worker.pid(), SIGCONT) == 0);
+  INFO(FileTail(log));
+  REQUIRE(Eventually([&] { return !worker.Running(); }, seconds(20), kProcessPoll));
+  CHECK(logged("event=poison_pill worker=pill "));
+  CHECK_FALSE(logged("event=commit job=slow stage=2 "));
+  CHECK(file.Of("slow").size() == 3);
+}
+
 TEST_CASE("A poison job lands in the dead-letter prefix after N epoch changes", "[jobs][sqlite]") {
   auto cluster = StartCluster();
   auto client = NewClient(*cluster);
