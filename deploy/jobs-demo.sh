@@ -7,7 +7,9 @@
 # 1. starts the local cluster (deploy/local-cluster.sh) and a database: SQLite by default, or with
 #    --postgres a private PostgreSQL (initdb in the run dir, unix socket only, as the tests do);
 # 2. enqueues multi-stage jobs (a few of them poison: their last stage always fails) with etcdctl;
-# 3. runs several epoch_fenced_worker processes; one of them without self-fencing;
+# 3. runs three epoch_fenced_worker processes and two Python workers (client/python/) with the
+#    poison pill on (a worker whose session is lost kills itself; the demo restarts it, as a
+#    supervisor would), and one C++ worker without self-fencing;
 # 4. SIGKILLs the cluster leader once and restarts it; SIGSTOPs the no-self-fencing worker while
 #    it holds a job, until another worker has taken that job over, then SIGCONTs it;
 # 5. prints the summary of deploy/jobs_check.py, computed independently from the database, the
@@ -15,21 +17,27 @@
 #
 # Every process it starts is stopped by PID on exit. Files stay in the run directory (printed)
 # when the demo fails or EPOCH_DEMO_KEEP=1; otherwise it is removed.
-# Environment: EPOCHD, EPOCH_FENCED_WORKER (binaries; default build/release), EPOCH_BASE_PORT.
+# Environment: EPOCHD, EPOCH_FENCED_WORKER (binaries; default build/release), EPOCH_PY_STUBS (the
+# generated Python stubs, default build/release/client/python/gen), EPOCH_WORKER_PYTHON
+# (default /usr/bin/python3, which has Debian's python3-grpcio), EPOCH_BASE_PORT.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 export EPOCHD=${EPOCHD:-$root/build/release/server/epochd}
 worker_bin=${EPOCH_FENCED_WORKER:-$root/build/release/client/examples/epoch_fenced_worker}
+py_stubs=${EPOCH_PY_STUBS:-$root/build/release/client/python/gen}
+python=${EPOCH_WORKER_PYTHON:-/usr/bin/python3}
 use_pg=0
 case "${1:-}" in
   --postgres) use_pg=1 ;;
   "") ;;
   *) echo "usage: $0 [--postgres]" >&2; exit 2 ;;
 esac
-for exe in "$EPOCHD" "$worker_bin"; do
+for exe in "$EPOCHD" "$worker_bin" "$python"; do
   [ -x "$exe" ] || { echo "missing $exe: build it first (scripts/demo.sh does)" >&2; exit 1; }
 done
+[ -f "$py_stubs/epoch/v1/epoch_pb2_grpc.py" ] ||
+  { echo "missing Python stubs in $py_stubs: build target epoch_python_stubs" >&2; exit 1; }
 
 run=$(mktemp -d /tmp/epoch-jobs-demo.XXXXXX)
 chmod 755 "$run"
@@ -49,6 +57,10 @@ cleanup() {
   local pid
   for pid in "${worker_pids[@]}"; do
     kill -CONT "$pid" 2>/dev/null || true
+    kill -TERM "$pid" 2>/dev/null || true  # a supervisor passes it on to its worker
+  done
+  for pid in "${worker_pids[@]}"; do
+    for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
@@ -101,14 +113,44 @@ start_postgres() {
   echo "PostgreSQL (pid $pg_pid) on unix socket $pg/.s.PGSQL.5432"
 }
 
-worker() {  # name seed [extra flags...]
-  local name=$1 seed=$2
-  shift 2
-  "$worker_bin" --endpoints "$endpoints" --prefix "$prefix" --worker "$name" --seed "$seed" \
-    "${db_flags[@]}" --ttl-s 2 --stage-ms 250 --max-epoch-changes 4 --max-runtime-s 120 "$@" \
-    >"$run/$name.log" 2>&1 &
+worker_argv() {  # lang name seed [extra flags...]: the command line of one worker
+  local lang=$1 name=$2 seed=$3
+  shift 3
+  if [ "$lang" = python ]; then
+    argv=(env "PYTHONPATH=$py_stubs:$root/client/python" "$python"
+      "$root/client/python/fenced_worker.py" --sqlite "$run/jobs.db")
+  else
+    argv=("$worker_bin" "${db_flags[@]}")
+  fi
+  argv+=(--endpoints "$endpoints" --prefix "$prefix" --worker "$name" --seed "$seed"
+    --ttl-s 2 --stage-ms 250 --max-epoch-changes 4 --max-runtime-s 120 "$@")
+}
+
+worker() {  # lang name seed [extra flags...]: one worker process, not restarted
+  local argv
+  worker_argv "$@"
+  "${argv[@]}" >"$run/$2.log" 2>&1 &
   worker_pids+=($!)
-  echo "worker $name started (pid $!)${*:+ with $*}"
+  echo "worker $2 ($1) started (pid $!)${4:+ with ${*:4}}"
+}
+
+supervised() {  # lang name seed [extra flags...]: restarted when its poison pill killed it
+  local argv
+  worker_argv "$@"
+  (
+    child=""
+    trap '[ -n "$child" ] && kill -KILL "$child" 2>/dev/null; exit 1' TERM
+    while :; do
+      "${argv[@]}" >>"$run/$2.log" 2>&1 &
+      child=$!
+      rc=0
+      wait "$child" || rc=$?
+      ((rc == 128 + 9)) || exit "$rc"  # anything but SIGKILL ends the supervision
+      echo "event=restart worker=$2 detail=killed by its poison pill; restarted" >>"$run/$2.log"
+    done
+  ) 2>/dev/null &  # the worker writes to its log; this hides bash's "Killed" job notices
+  worker_pids+=($!)
+  echo "worker $2 ($1) started under a supervisor (pid $!), poison pill on"
 }
 
 logged() { grep -q "$2" "$run/$1.log" 2>/dev/null; }
@@ -141,24 +183,32 @@ for ((j = 1; j <= n_jobs; j++)); do
   echo "$id $poison $n_stages" >>"$run/jobs.txt"
 done
 
-echo; echo "== run 4 workers (TTL 2 s, 250 ms per stage, dead-letter after 4 epoch changes)"
-worker w1 11
-worker w2 22
-worker w3 33
-worker w4 44 --self-fencing false
-pause_pid=${worker_pids[3]}
+echo; echo "== run the workers (TTL 2 s, 250 ms per stage, dead-letter after 4 epoch changes)"
+supervised cpp w1 11
+supervised cpp w2 22
+supervised cpp w3 33
+logs=("$run"/w1.log "$run"/w2.log "$run"/w3.log "$run"/w4.log)
+if ((use_pg)); then
+  echo "(the Python workers speak SQLite only: not run with --postgres)"
+else
+  supervised python py1 55
+  supervised python py2 66
+  logs+=("$run"/py1.log "$run"/py2.log)
+fi
+worker cpp w4 44 --self-fencing false
+pause_pid=${worker_pids[-1]}
 
 echo; echo "== SIGKILL the leader once, then restart it"
-poll 20 "a first stage commit" grep -qs "event=commit" "$run"/w1.log "$run"/w2.log "$run"/w3.log "$run"/w4.log
+poll 20 "a first stage commit" bash -c "cat '$run'/w*.log '$run'/py*.log | grep -q event=commit"
 leader=0
 find_leader() { leader=$("$cluster" leader) && ((leader > 0)); }
 poll 20 "a leader" find_leader
 "$cluster" kill "$leader"
 t0=$(date +%s%N)
 echo "killed leader n$leader"
-commits_before=$(cat "$run"/w*.log | grep -c "event=commit" || true)
+commits_before=$(cat "$run"/w*.log "$run"/py*.log | grep -c "event=commit" || true)
 poll 30 "a stage commit after the leader kill" \
-  bash -c "(( \$(cat '$run'/w*.log | grep -c 'event=commit') > $commits_before ))"
+  bash -c "(( \$(cat '$run'/w*.log '$run'/py*.log | grep -c 'event=commit') > $commits_before ))"
 echo "workers committed again $((($(date +%s%N) - t0) / 1000000)) ms after the kill"
 "$cluster" start-node "$leader"
 echo "n$leader restarted and healthy"
@@ -179,9 +229,13 @@ if [ -z "$held" ]; then
   kill -STOP "$pause_pid"
 fi
 echo "w4 stopped while holding $held"
-taken_over() { grep -qs "event=\(commit\|already_applied\|completed\) job=$held .*epoch=[2-9]" "$run"/w[123].log; }
+taken_over() {
+  grep -qs "event=\(commit\|already_applied\|completed\) job=$held .*epoch=[2-9]" \
+    "$run"/w[123].log "$run"/py*.log
+}
 poll 30 "another worker to take $held over and commit" taken_over || true
-echo "another worker took $held over: $(grep -hs "event=acquired job=$held .*epoch=[2-9]" "$run"/w[123].log | head -1)"
+echo "another worker took $held over: $(grep -hs "event=acquired job=$held .*epoch=[2-9]" \
+  "$run"/w[123].log "$run"/py*.log | head -1)"
 kill -CONT "$pause_pid"
 echo "w4 continued"
 
@@ -192,14 +246,14 @@ for pid in "${worker_pids[@]}"; do
 done
 for pid in "${worker_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 worker_pids=()
-grep -h "event=rejected" "$run"/w*.log | sed 's/^/  /' || true
+grep -h "event=\(rejected\|poison_pill\)" "$run"/w*.log "$run"/py*.log | sed 's/^/  /' || true
 
 echo
 etcdctl --endpoints="$endpoints" get "$prefix" --prefix -w json >"$run/kv.json"
 check_db=(--sqlite "$run/jobs.db")
 ((use_pg)) && check_db=(--postgres "$conninfo")
 if python3 "$root/deploy/jobs_check.py" --jobs "$run/jobs.txt" --kv "$run/kv.json" \
-  --prefix "$prefix" "${check_db[@]}" "$run"/w[1-4].log; then
+  --prefix "$prefix" "${check_db[@]}" "${logs[@]}"; then
   status=0
   echo "OK: no violations, no job lost"
 else

@@ -5,7 +5,8 @@ It shares no code with the worker: it reads what the database holds (job_states,
 what the workers logged (one `event=... key=value` line per event) and what Epoch holds (an
 `etcdctl get --prefix -w json` dump), and prints the summary:
 
-  jobs enqueued / completed / dead-lettered / lost, stale commits rejected, epoch changes,
+  jobs enqueued / completed / dead-lettered / lost, stage commits per worker (C++ and Python
+  workers alike, from the database), stale commits rejected, poison pills, epoch changes,
   violations: two commits of one job stage, or a commit with an older token after a newer one
   (in the database's commit order), or a worker log and the database disagreeing on a commit.
 
@@ -137,9 +138,14 @@ def main():
     print(f"jobs lost:                {len(lost)}" + (f" ({', '.join(lost)})" if lost else ""))
     print(f"still queued:             {len(queued)}")
     print(f"stage commits:            {len(effects)}")
+    by_worker = collections.Counter(e[4] for e in effects)
+    print("  by worker:              "
+          + (" ".join(f"{w}={n}" for w, n in sorted(by_worker.items())) or "-"))
     print(f"stale commits rejected:   {rejected}")
     print(f"already-applied stages:   "
           f"{sum(1 for e in events if e.get('event') == 'already_applied')}")
+    print(f"poison pills (restarts):  "
+          f"{sum(1 for e in events if e.get('event') == 'poison_pill')}")
     print(f"epoch changes:            {epoch_changes}")
     print(f"violations:               {len(violations)}")
     for v in violations[:20]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: build, start a local 3-node Epoch cluster on loopback, and run fenced workers on it
-# (deploy/jobs-demo.sh): jobs completed, stale commits rejected, epoch changes, dead-lettered jobs
-# and violations (must be 0) after a leader kill and a worker paused past its lease.
+# The main job: build, start a local 3-node Epoch cluster on loopback, and run fenced workers on it,
+# C++ and Python side by side (deploy/jobs-demo.sh): jobs completed, stale commits rejected, epoch
+# changes, dead-lettered jobs, poison pills and violations (must be 0) after a leader kill and a
+# worker paused past its lease.
 #
 #   bash scripts/demo.sh              # SQLite (the default database)
 #   bash scripts/demo.sh --postgres   # a private local PostgreSQL instead
@@ -16,13 +17,14 @@ cd "$root"
 bash scripts/deps.sh
 if [ -n "${EPOCH_DEMO_BUILD_DIR:-}" ]; then
   bin=$(cd "$EPOCH_DEMO_BUILD_DIR" && pwd)
-  cmake --build "$bin" --target epochd epoch_fenced_worker
+  cmake --build "$bin" --target epochd epoch_fenced_worker epoch_python_stubs
 else
   cmake --preset release >/dev/null
-  cmake --build --preset release --target epochd epoch_fenced_worker
+  cmake --build --preset release --target epochd epoch_fenced_worker epoch_python_stubs
   bin="$root/build/release"
 fi
 
 export EPOCHD="$bin/server/epochd"
 export EPOCH_FENCED_WORKER="$bin/client/examples/epoch_fenced_worker"
+export EPOCH_PY_STUBS="$bin/client/python/gen"
 exec "$root/deploy/jobs-demo.sh" "$@"

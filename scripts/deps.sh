@@ -13,6 +13,7 @@ PACKAGES=(
   libtcmalloc-minimal4 libsystemd-dev
   # tools the tests and benchmarks use
   etcd-client etcd-server postgresql python3 python3-yaml
+  python3-grpcio python3-protobuf  # the Python worker (client/python/); stubs from protoc
   patroni  # its etcd3 DCS speaks only etcd's HTTP/JSON gateway (tests/integration/gateway/)
   openssl  # the peer mTLS test makes its CA and member certificates with the CLI
   # packaging tests (cpack's dpkg-shlibdeps, systemd-analyze); scripts/container-test.sh

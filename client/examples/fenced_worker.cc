@@ -10,11 +10,17 @@
 // It exits 0 once the queue is empty, 1 when --max-runtime-s passes first, 2 on bad flags.
 //
 // A job whose value has a line `poison` fails its last stage every time: it changes hands until
-// it is dead-lettered. --self-fencing=false skips the runner's session checks, to show that the
-// database guard alone rejects a worker that was paused past its lease.
+// it is dead-lettered. --self-fencing=false skips the runner's session checks and the poison
+// pill, to show that the database guard alone rejects a worker that was paused past its lease.
+//
+// Poison pill (on by default, --poison-pill): when the session is lost (no acknowledged renewal
+// for 70 % of the TTL) the worker logs `event=poison_pill` and SIGKILLs itself before any other
+// thread of it can act on the lease; a supervisor (systemd, the demo) starts it again.
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -52,6 +58,7 @@ struct Flags {
   int stage_ms = 200;
   std::int64_t max_epoch_changes = 3;
   bool self_fencing = true;
+  bool poison_pill = true;
   int max_runtime_s = 120;
   std::uint64_t seed = 1;
   bool init_db = false;
@@ -217,6 +224,13 @@ int Run(const Flags& flags) {
 
   SessionConfig config;
   config.timing.ttl = std::chrono::seconds(flags.ttl_s);
+  config.timing.poison_pill = flags.poison_pill && flags.self_fencing;
+  // Runs on the session's thread before anything else learns of the loss.
+  config.kill = [worker = flags.worker] {
+    Log(fmt::format("event=poison_pill worker={} detail=session lost: killing the process",
+                    worker));
+    ::kill(::getpid(), SIGKILL);
+  };
   std::mt19937_64 rng(flags.seed);
   Backoff retry(BackoffOptions{milliseconds(100), milliseconds(1000), 0}, flags.seed);
   std::unique_ptr<Session> session;
@@ -271,7 +285,10 @@ int main(int argc, char** argv) {
                  "dead-letter a job after this many changes of hands")
       ->check(CLI::Range(1, 1000));
   app.add_option("--self-fencing", flags.self_fencing,
-                 "check the session before each stage and commit (false: rely on the DB guard)");
+                 "check the session before each stage and commit (false: rely on the DB guard, "
+                 "no poison pill)");
+  app.add_option("--poison-pill", flags.poison_pill,
+                 "SIGKILL this process when its session is lost (70% of the TTL)");
   app.add_option("--max-runtime-s", flags.max_runtime_s, "give up after this long")
       ->check(CLI::Range(1, 3600));
   app.add_option("--seed", flags.seed, "seeds the job order and the backoff jitter");

@@ -179,10 +179,10 @@ std::optional<JobResult> JobRunner::RunStage(Attempt& a, std::int64_t stage) {
 
 std::optional<JobResult> JobRunner::CommitStage(Attempt& a, const StageContext& ctx,
                                                 const std::string& result) {
-  if (Status st = store_->Begin(); !st.ok()) {
-    Emit(a, JobEventKind::kError, ctx.stage, "begin: " + st.ToString());
-    return Finish(a, JobOutcome::kError, st);
-  }
+  // The session's loss while the transaction runs cancels the statement in flight (a long
+  // business write, a lock wait): the worker stops at once instead of when the statement ends.
+  const std::unique_ptr<StatementCancel> cancel = store_->CancelOnStop(ctx.stop);
+  if (Status st = store_->Begin(); !st.ok()) return CommitFailed(a, ctx, "begin", st);
   StageWrite write{
       a.job->id,
       ctx.stage,
@@ -197,19 +197,16 @@ std::optional<JobResult> JobRunner::CommitStage(Attempt& a, const StageContext& 
       Emit(a, JobEventKind::kStageRejected, ctx.stage, guard.stale_token().ToString());
       return Finish(a, JobOutcome::kFenced);
     }
-    Emit(a, JobEventKind::kError, ctx.stage, "guard: " + guard.status().ToString());
-    return Finish(a, JobOutcome::kError, guard.status());
+    return CommitFailed(a, ctx, "guard", guard.status());
   }
   Result<StageEffect> effect = handler_->Apply(ctx, result);
   if (!effect.ok()) {
     (void)store_->Rollback();
-    Emit(a, JobEventKind::kError, ctx.stage, "apply: " + effect.status().ToString());
-    return Finish(a, JobOutcome::kError, effect.status());
+    return CommitFailed(a, ctx, "apply", effect.status());
   }
   if (Status st = store_->Commit(); !st.ok()) {
     (void)store_->Rollback();
-    Emit(a, JobEventKind::kError, ctx.stage, "commit: " + st.ToString());
-    return Finish(a, JobOutcome::kError, st);
+    return CommitFailed(a, ctx, "commit", st);
   }
   if (*effect == StageEffect::kApplied) {
     ++a.committed;
@@ -218,6 +215,17 @@ std::optional<JobResult> JobRunner::CommitStage(Attempt& a, const StageContext& 
     Emit(a, JobEventKind::kStageAlreadyApplied, ctx.stage, ctx.idempotency_key);
   }
   return std::nullopt;
+}
+
+JobResult JobRunner::CommitFailed(Attempt& a, const StageContext& ctx, std::string_view what,
+                                  const Status& status) {
+  if (ctx.stop.stop_requested()) {  // most likely cancelled by the loss, not a database fault
+    Emit(a, JobEventKind::kSessionLost, ctx.stage,
+         fmt::format("during the commit: {}: {}", what, status.ToString()));
+    return Finish(a, JobOutcome::kSessionLost);
+  }
+  Emit(a, JobEventKind::kError, ctx.stage, fmt::format("{}: {}", what, status.ToString()));
+  return Finish(a, JobOutcome::kError, status);
 }
 
 JobResult JobRunner::Finish(Attempt& a, JobOutcome outcome, Status error) {

@@ -205,7 +205,7 @@ Status Session::Close() {
   Result<etcdserverpb::LeaseRevokeResponse> revoked = impl_->client->LeaseRevoke(revoke, call);
   {
     std::lock_guard lock(impl_->mu);
-    impl_->core->Lose("session closed");
+    impl_->core->Close("session closed");
   }
   impl_->FlushCallbacks();
   // An expired lease is already revoked.

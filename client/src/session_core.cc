@@ -165,6 +165,11 @@ void SessionCore::Lose(std::string reason) {
   EnterLost(clock_->Now(), std::move(reason));
 }
 
+void SessionCore::Close(std::string reason) {
+  if (state() == SessionState::kLost) return;
+  Transition(SessionState::kLost, clock_->Now(), std::move(reason));
+}
+
 Duration SessionCore::Remaining() const {
   const TimePoint now = clock_->Now();
   return now >= deadline_ ? Duration(0) : Duration(deadline_ - now);

@@ -9,10 +9,12 @@
 #include <catch2/catch.hpp>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "epoch/client/job.h"
@@ -146,6 +148,12 @@ TEST_CASE("Job values parse, idempotency keys are stable per job and stage", "[c
   CHECK(IdempotencyKey(*job, 1).size() == 16);
   auto other = ParseJob("b", "stages=x,y\nbody");
   CHECK(IdempotencyKey(*job, 1) != IdempotencyKey(*other, 1));
+  // Pinned: the Python worker computes the same keys (client/python/tests/test_units.py), so a
+  // C++ and a Python holder of one job recognise each other's committed stages.
+  auto pinned = ParseJob("j1", "stages=a,b\npayload");
+  REQUIRE(pinned.ok());
+  CHECK(IdempotencyKey(*pinned, 1) == "b4547f1247bf4e9c");
+  CHECK(IdempotencyKey(*pinned, 2) == "b454821247bf53b5");
 
   CHECK(ParseJob("c", "no stages line").status().Is(StatusCode::kInvalidArgument));
   CHECK(ParseJob("c", "stages=a,,b").status().Is(StatusCode::kInvalidArgument));
@@ -230,6 +238,75 @@ TEST_CASE("JobRunner: losing the session stops before the next stage and the nex
         /*self_fencing=*/false);
     CHECK(runner->RunOnce(ThreeStages(), f.session).outcome == JobOutcome::kCompleted);
   }
+}
+
+// Stage 2's business write is a statement that runs for minutes; another thread loses the
+// session once it runs (SQLite's progress handler tells when).
+class SlowSecondStage final : public StageHandler {
+ public:
+  SlowSecondStage(sqlite3* db, EffectLog* effects, std::stop_source* lose)
+      : db_(db), effects_(effects), lose_(lose) {}
+
+  Result<std::string> Work(const StageContext& ctx) override { return ctx.stage_name; }
+  Result<StageEffect> Apply(const StageContext& ctx, const std::string& result) override {
+    if (ctx.stage != 2) return effects_->Record(ctx, "w", result);
+    Started started;
+    sqlite3_progress_handler(db_, 1000, &Started::OnProgress, &started);
+    std::thread loser([future = started.promise.get_future(), lose = lose_] {
+      if (future.wait_for(std::chrono::seconds(60)) == std::future_status::ready) {
+        lose->request_stop();
+      }
+    });
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db_,
+                       "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c"
+                       " WHERE n < 300000000) SELECT count(*) FROM c",
+                       -1, &stmt, nullptr);
+    const int rc = sqlite3_step(stmt);
+    sqlite3_finalize(stmt);
+    sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+    if (!started.fired) started.promise.set_value();  // never ran: let the loser thread end
+    loser.join();
+    if (rc != SQLITE_ROW) return Status::IOError(fmt::format("business write failed ({})", rc));
+    return effects_->Record(ctx, "w", result);
+  }
+
+ private:
+  struct Started {
+    static int OnProgress(void* self) {
+      auto* started = static_cast<Started*>(self);
+      if (!started->fired) {
+        started->fired = true;
+        started->promise.set_value();
+      }
+      return 0;
+    }
+    std::promise<void> promise;
+    bool fired = false;  // the statement's thread only
+  };
+
+  sqlite3* const db_;
+  EffectLog* const effects_;
+  std::stop_source* const lose_;
+};
+
+TEST_CASE("JobRunner: losing the session mid-commit interrupts the statement in flight",
+          "[client][jobs][cancel]") {
+  Fixture f;
+  SlowSecondStage handler(f.db_handle, &f.effects, &f.session.stop);
+  JobRunnerOptions options;
+  options.on_event = [&](const JobEvent& e) {
+    f.events.push_back(fmt::format("{} {} {}", JobEventName(e.kind), e.stage, e.token.value()));
+  };
+  JobRunner runner(&f.leases, &f.store, &handler, options);
+  const JobResult result = runner.RunOnce(ThreeStages(), f.session);
+  CHECK(result.outcome == JobOutcome::kSessionLost);
+  CHECK(f.events.back() == "session_lost 2 101");
+  CHECK(f.Effects("j1") == Effects{{1, 101}});  // stage 2 rolled back with its guard
+  auto row = f.store.ReadJob("j1");
+  REQUIRE(row.ok());
+  CHECK(row->stage == 1);
+  CHECK(f.leases.calls.back() == "release j1");
 }
 
 TEST_CASE("JobRunner: a new holder resumes after the last committed stage", "[client][jobs]") {

@@ -317,6 +317,22 @@ TEST_CASE("Poison pill runs the kill action before cancelling and before callbac
   REQUIRE(kills == 1);  // terminal: never killed twice
 }
 
+TEST_CASE("Closing a session ends it without the poison pill", "[client][session]") {
+  SessionOptions options = Options();
+  options.poison_pill = true;
+  FakeClock clock;
+  int kills = 0;
+  SessionCore core(options, &clock, [&] { ++kills; });
+  core.Start(LeaseId(1), milliseconds(3000), clock.Now());
+  core.Close("closed by the worker");
+  REQUIRE(core.state() == SessionState::kLost);
+  REQUIRE(core.stop_token().stop_requested());
+  REQUIRE(kills == 0);
+  clock.Advance(milliseconds(10'000));
+  core.Tick();
+  REQUIRE(kills == 0);  // lost is terminal: no later loss either
+}
+
 TEST_CASE("Without poison pill the kill action never runs", "[client][session]") {
   FakeClock clock;
   int kills = 0;

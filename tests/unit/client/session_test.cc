@@ -112,6 +112,24 @@ TEST_CASE("Session is lost when the cluster revokes its lease, and cancels bound
   CHECK(seen.back().reason.find("TTL <= 0") != std::string::npos);
 }
 
+TEST_CASE("Closing a session with the poison pill on does not run the kill action",
+          "[client][session][etcd]") {
+  testing::EtcdCluster etcd;
+  auto client = NewClient(etcd.Endpoints());
+  SessionConfig config;
+  config.timing.ttl = seconds(3);
+  config.timing.poison_pill = true;
+  std::atomic<int> kills{0};
+  config.kill = [&] { ++kills; };
+  auto session = Session::Create(client.get(), config);
+  REQUIRE(session.ok());
+  REQUIRE((*session)->Close().ok());
+  CHECK((*session)->state() == SessionState::kLost);
+  CHECK((*session)->stop_token().stop_requested());
+  CHECK(kills == 0);  // a worker exiting normally must not SIGKILL itself
+  CHECK((*session)->counters().kills == 0);
+}
+
 TEST_CASE("Session against a paused server: lost before its lease can expire",
           "[client][session][etcd]") {
   testing::EtcdCluster etcd;

@@ -25,6 +25,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -100,6 +102,13 @@ class [[nodiscard]] FencedWriteResult {
   std::variant<AppliedTag, StaleFencingToken, Status> outcome_;
 };
 
+// A stop token bound to a connection (db_cancel.h): while this object lives, a stop request
+// cancels the statement in flight on it.
+class StatementCancel {
+ public:
+  virtual ~StatementCancel() = default;
+};
+
 // The database-neutral interface both adapters implement. Begin/Commit/Rollback are conveniences
 // over the wrapped connection; a caller may equally run its own BEGIN/COMMIT on that connection.
 class FencedStore {
@@ -124,6 +133,11 @@ class FencedStore {
 
   // The job's row as committed (or as written earlier in the current transaction).
   virtual Result<JobRow> ReadJob(std::string_view job_id) = 0;
+
+  // While the result lives, a stop request on `stop` cancels the statement in flight on this
+  // store's connection (SQLite: sqlite3_interrupt, PostgreSQL: PQcancel): it fails, and the
+  // caller rolls back. Nothing happens for a token that can never be stopped.
+  [[nodiscard]] virtual std::unique_ptr<StatementCancel> CancelOnStop(std::stop_token stop) = 0;
 };
 
 // Classifies a guard that matched no row, from the row's current (token, stage).

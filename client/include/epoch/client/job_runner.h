@@ -18,8 +18,10 @@
 // work     StageHandler::Work, outside any transaction, bound to the session's stop token.
 // commit   the pre-commit check (session not lost), then one database transaction:
 //          Begin → FencedStore::FencedUpdate(token, stage) → StageHandler::Apply (business writes
-//          keyed by the stage's idempotency key) → Commit. A stage whose idempotency key is already
-//          recorded (an earlier holder committed it and then lost the job) is not applied again.
+//          keyed by the stage's idempotency key) → Commit, with the session's stop token bound to
+//          the connection (FencedStore::CancelOnStop): a loss interrupts the statement in flight. A
+//          stage whose idempotency key is already recorded (an earlier holder committed it and then
+//          lost the job) is not applied again.
 // complete JobLeases::Complete (the job key leaves the queue, guarded on still owning the lock).
 //
 // Every exit other than completion releases the lock when it can (Release). DelayAfter() gives
@@ -163,6 +165,10 @@ class JobRunner {
   std::optional<JobResult> RunStage(Attempt& a, std::int64_t stage);
   std::optional<JobResult> CommitStage(Attempt& a, const StageContext& ctx,
                                        const std::string& result);
+  // A database failure during the commit: session lost when the stop was requested (the
+  // statement was cancelled), otherwise an error.
+  JobResult CommitFailed(Attempt& a, const StageContext& ctx, std::string_view what,
+                         const Status& status);
   JobResult Finish(Attempt& a, JobOutcome outcome, Status error = Status());
   bool SessionUsable(const Attempt& a, bool new_work) const;
   void Emit(const Attempt& a, JobEventKind kind, std::int64_t stage, std::string detail = {});

@@ -12,8 +12,10 @@
 
 #include <libpq-fe.h>
 
+#include <memory>
 #include <string_view>
 
+#include "epoch/client/db_cancel.h"
 #include "epoch/client/fencing.h"
 
 namespace epoch::client {
@@ -47,6 +49,9 @@ class PostgresFencedStore final : public FencedStore {
   Status Rollback() override;
   FencedWriteResult FencedUpdate(const StageWrite& write) override;
   Result<JobRow> ReadJob(std::string_view job_id) override;
+  std::unique_ptr<StatementCancel> CancelOnStop(std::stop_token stop) override {
+    return std::make_unique<PostgresCancelOnStop>(conn_, std::move(stop));
+  }
 
  private:
   Status Exec(std::string_view sql);

@@ -115,8 +115,12 @@ class SessionCore {
   // The earliest instant at which Tick() could change the state (or send a renewal).
   [[nodiscard]] TimePoint NextDeadline() const;
 
-  // Ends the session for a reason the core cannot see (revoked, closed, lease not found).
+  // Ends the session for a reason the core cannot see (revoked, lease not found). The poison
+  // pill runs, as for a loss the core detects.
   void Lose(std::string reason);
+  // Ends the session because the worker gave its lease up (Session::Close): lost, stop requested,
+  // callbacks run, but never the kill action: nothing the lease protected is at risk.
+  void Close(std::string reason);
 
   void AddTransitionCallback(TransitionCallback callback) {
     callbacks_.push_back(std::move(callback));

@@ -11,8 +11,10 @@
 
 #include <sqlite3.h>
 
+#include <memory>
 #include <string_view>
 
+#include "epoch/client/db_cancel.h"
 #include "epoch/client/fencing.h"
 
 namespace epoch::client {
@@ -46,6 +48,9 @@ class SqliteFencedStore final : public FencedStore {
   Status Rollback() override;
   FencedWriteResult FencedUpdate(const StageWrite& write) override;
   Result<JobRow> ReadJob(std::string_view job_id) override;
+  std::unique_ptr<StatementCancel> CancelOnStop(std::stop_token stop) override {
+    return std::make_unique<SqliteInterruptOnStop>(db_, std::move(stop));
+  }
 
  private:
   Status Exec(std::string_view sql);
