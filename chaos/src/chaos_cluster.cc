@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
+#include <thread>
 
 #include "epoch/test_support/eventually.h"
 #include "epoch/test_support/test_pki.h"
@@ -17,42 +19,66 @@ Result<std::unique_ptr<ChaosCluster>> ChaosCluster::Start(ChaosClusterOptions op
   auto net = ProxyNet::Start(options.nodes, options.seed);
   if (!net.ok()) return net.status();
   cc->net_ = std::move(*net);
+  const int initial = options.initial_members > 0 ? options.initial_members : options.nodes;
   test::ClusterOptions topts;
   topts.epochd_path = options.epochd_path;
   topts.nodes = options.nodes;
+  topts.initial_members = initial;
   if (!options.raft_flags.empty()) topts.extra_flags = options.raft_flags;
   topts.extra_flags.push_back("--enable-failpoints");
+  if (options.snapshot_count > 0) {
+    topts.extra_flags.insert(topts.extra_flags.end(),
+                             {"--snapshot-count", std::to_string(options.snapshot_count)});
+  }
   if (options.client_tls) topts.tls = test::ClusterTls{};  // --auto-tls
+  std::vector<std::string> initial_names;
+  for (int i = 0; i < initial; ++i) {
+    initial_names.push_back(fmt::format("n{}", i + 1));  // TestCluster's member names
+    cc->slot_of_name_[initial_names.back()] = i;
+  }
+  cc->known_names_.assign(static_cast<std::size_t>(options.nodes), initial_names);
+  cc->next_name_ = initial + 1;
   if (options.peer_tls) {
     cc->pki_ = std::make_unique<test_support::TempDir>("epoch-chaos-pki");
     EPOCH_RETURN_IF_ERROR(test::MakeTestCa(cc->pki_->path(), "ca"));
-    for (int i = 1; i <= options.nodes; ++i) {
-      const std::string name = fmt::format("n{}", i);  // TestCluster's member names
+    for (const std::string& name : initial_names) {
       EPOCH_RETURN_IF_ERROR(test::IssueTestCertificate(cc->pki_->path(), name, name));
     }
   }
-  ProxyNet* proxies = cc->net_.get();
-  const std::string pki_dir = cc->pki_ ? cc->pki_->path() : std::string();
-  topts.node_flags = [proxies, pki_dir](int self, const std::vector<test::NodeInfo>& infos) {
-    std::string dial;
-    for (int j = 0; j < static_cast<int>(infos.size()); ++j) {
-      proxies->SetTarget(j, infos[static_cast<std::size_t>(j)].peer_port);
-      if (j == self) continue;
-      dial += fmt::format("{}{}=127.0.0.1:{}", dial.empty() ? "" : ",",
-                          infos[static_cast<std::size_t>(j)].name, proxies->listen_port(self, j));
-    }
-    std::vector<std::string> flags = {"--peer-dial-override", dial};
-    if (!pki_dir.empty()) {
-      const auto tls = test::PeerTlsFlags(pki_dir, infos[static_cast<std::size_t>(self)].name);
-      flags.insert(flags.end(), tls.begin(), tls.end());
-    }
-    return flags;
+  ChaosCluster* self = cc.get();  // owns the TestCluster, so outlives every call
+  topts.node_flags = [self](int i, const std::vector<test::NodeInfo>& infos) {
+    return self->NodeFlags(i, infos);
   };
   auto cluster = test::TestCluster::Start(std::move(topts));
   if (!cluster.ok()) return cluster.status();
   cc->cluster_ = std::move(*cluster);
   cc->client_tls_ = options.client_tls;
+  for (int i = 0; i < initial; ++i) cc->net_->SetMemberId(i, cc->cluster_->node(i).member_id);
   return cc;
+}
+
+std::vector<std::string> ChaosCluster::NodeFlags(int self,
+                                                 const std::vector<test::NodeInfo>& infos) {
+  std::string dial;
+  for (int j = 0; j < static_cast<int>(infos.size()); ++j) {
+    net_->SetTarget(j, infos[static_cast<std::size_t>(j)].peer_port);
+  }
+  // Every member this node was started knowing, at the proxy of the link to its slot (a name
+  // whose member has left reaches whoever holds its slot now, and is dropped once the node
+  // applies the configuration). Members added later are dialled at their entry URL.
+  for (const std::string& name : known_names_.at(static_cast<std::size_t>(self))) {
+    auto it = slot_of_name_.find(name);
+    if (it == slot_of_name_.end() || it->second == self) continue;
+    dial += fmt::format("{}{}=127.0.0.1:{}", dial.empty() ? "" : ",", name,
+                        net_->listen_port(self, it->second));
+  }
+  std::vector<std::string> flags;
+  if (!dial.empty()) flags = {"--peer-dial-override", dial};
+  if (pki_) {
+    const auto tls = test::PeerTlsFlags(pki_->path(), infos[static_cast<std::size_t>(self)].name);
+    flags.insert(flags.end(), tls.begin(), tls.end());
+  }
+  return flags;
 }
 
 std::vector<std::string> ChaosCluster::ClientEndpoints() const {

@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   app.add_flag("--peer-tls", o.peer_tls,
                "Peer links over mTLS: a test CA and a certificate per member (--peer-cert-file, "
                "--peer-client-cert-auth), through the fault proxies");
+  app.add_option("--snapshot-count", o.snapshot_count,
+                 "epochd --snapshot-count for every member (small: joining members catch up "
+                 "from a snapshot); default: epochd's")
+      ->check(CLI::Range(1, 100'000'000));
   app.add_flag("!--no-require-every-kind", o.require_every_kind,
                "Do not fail a short run that missed a fault kind");
   try {

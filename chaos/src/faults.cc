@@ -187,13 +187,43 @@ Result<std::string> Disk(FaultContext& ctx, int leader, bool stall) {
   return fmt::format("leader n{} WAL {} for {} ms, cleared", leader + 1, query, hold.count());
 }
 
+// Removes a voter — the leader one time in three — while it runs (it leaves by itself) or after
+// a SIGKILL (a dead member whose disk is gone), wipes its data directory, adds a fresh member as
+// a learner in its slot, starts it with --initial-cluster-state existing and promotes it once it
+// caught up.
+Result<std::string> MemberReplace(FaultContext& ctx, int leader) {
+  ChaosCluster& cc = ctx.cluster;
+  test::TestCluster& tc = cc.nodes();
+  const bool the_leader = std::uniform_int_distribution<int>(0, 2)(ctx.rng) == 0;
+  const bool dead = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 1;
+  const int slot = the_leader ? leader : RandomOther(ctx.rng, tc.size(), leader);
+  const std::string old = tc.node(slot).name;
+  if (dead) tc.Kill(slot);
+  Status removed = cc.RemoveMember(slot, std::chrono::seconds(20));
+  if (!removed.ok()) return removed.Annotate(fmt::format("removing {}", old));
+  const std::optional<int> exit_status = tc.ExitStatus(slot);
+  auto t0 = std::chrono::steady_clock::now();
+  Result<std::string> name = cc.AddLearner(slot, std::chrono::seconds(20));
+  if (!name.ok()) return name.status().Annotate(fmt::format("adding a member in {}'s place", old));
+  Status promoted = cc.PromoteWhenCaughtUp(slot, std::chrono::seconds(60));
+  if (!promoted.ok()) return promoted.Annotate(fmt::format("promoting {}", *name));
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ctx.replace_ms.push_back(ms);
+  return fmt::format(
+      "{} {} ({}) removed (exit {}), data wiped; {} added as learner, promoted "
+      "{:.0f} ms after MemberAdd",
+      dead ? "SIGKILLed" : "running", old, the_leader ? "leader" : "follower",
+      exit_status.value_or(-1), *name, ms);
+}
+
 }  // namespace
 
 std::string_view FaultName(FaultKind kind) {
   static constexpr std::array<std::string_view, kFaultKinds> kNames = {
       "kill-leader",    "kill-follower",    "pause-leader",   "pause-follower", "pause-worker",
       "partition-node", "partition-oneway", "partition-ring", "isolate-leader", "link-delay",
-      "link-drop",      "disk-slow",        "disk-stall",     "move-leader"};
+      "link-drop",      "disk-slow",        "disk-stall",     "move-leader",    "member-replace"};
   return kNames.at(static_cast<std::size_t>(kind));
 }
 
@@ -205,7 +235,7 @@ std::optional<FaultKind> FaultByName(std::string_view name) {
 }
 
 std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count,
-                                     const std::vector<FaultKind>& only) {
+                                     const std::vector<FaultKind>& only, bool membership) {
   std::mt19937_64 rng(seed ^ 0xfa017);
   std::vector<FaultKind> cycle = only;
   if (cycle.empty()) {
@@ -213,6 +243,8 @@ std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count,
     cycle.push_back(FaultKind::kKillLeader);
     cycle.push_back(FaultKind::kKillLeader);
     cycle.push_back(FaultKind::kPauseLeader);
+    cycle.push_back(FaultKind::kMemberReplace);
+    if (!membership) std::erase(cycle, FaultKind::kMemberReplace);
   }
   std::vector<FaultKind> out;
   while (static_cast<int>(out.size()) < count) {
@@ -262,6 +294,7 @@ Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx) {
       return fmt::format("MoveLeader n{} -> n{}: {}", *leader + 1, to + 1,
                          s.ok() ? "ok" : s.ToString());
     }
+    case FaultKind::kMemberReplace: return MemberReplace(ctx, *leader);
     default: return Partition(kind, ctx, *leader);
   }
 }

@@ -59,6 +59,47 @@ TEST_CASE("proxy forwards a pass link and closes a cut one", "[chaos]") {
   CHECK(ReadN(again, 1).empty());
 }
 
+TEST_CASE("proxy entry attributes a hello to its sender's link, and carries the rest unfaulted",
+          "[chaos]") {
+  auto net = epoch::chaos::ProxyNet::Start(3, 1);
+  REQUIRE(net.ok());
+  Sink sink;
+  (*net)->SetTarget(2, sink.port());
+  (*net)->SetMemberId(0, 0x0102030405060708ULL);
+  auto entry = (*net)->AddEntry(2);
+  REQUIRE(entry.ok());
+  auto dial = [&] {
+    tcp::socket s(sink.io);
+    s.connect(tcp::endpoint(asio::ip::make_address_v4("127.0.0.1"), *entry));
+    return s;
+  };
+  // docs/formats.md 5.1: length 24, magic, cluster ID, sender's member ID (big-endian).
+  const std::string hello = std::string("\0\0\0\x18", 4) + "EPOCHP1\n" +
+                            std::string("\0\0\0\0\0\0\0\x09", 8) +
+                            std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+  tcp::socket from0 = dial();
+  asio::write(from0, asio::buffer(hello + "frames"));
+  tcp::socket at2 = sink.acceptor.accept();
+  CHECK(ReadN(at2, hello.size() + 6) == hello + "frames");
+  CHECK((*net)->accepted(0, 2) == 1);
+  CHECK((*net)->unattributed() == 0);
+  // It is link (0, 2) now: cutting that link closes it; link (1, 2) would not.
+  (*net)->Set(1, 2, LinkFault::Cut());
+  asio::write(from0, asio::buffer(std::string("more")));
+  CHECK(ReadN(at2, 4) == "more");
+  (*net)->Set(0, 2, LinkFault::Cut());
+  CHECK(ReadN(at2, 1).empty());
+  (*net)->HealAll();
+
+  // A join request (or a hello of an unknown member) cannot be attributed: carried as it is.
+  tcp::socket joiner = dial();
+  const std::string join = std::string("\0\0\0\x10", 4) + "EPOCHJ1\nrequest!";
+  asio::write(joiner, asio::buffer(join));
+  tcp::socket at2_join = sink.acceptor.accept();
+  CHECK(ReadN(at2_join, join.size()) == join);
+  CHECK(epoch::test_support::Eventually([&] { return (*net)->unattributed() == 1; }));
+}
+
 TEST_CASE("proxy delays a delayed link and keeps byte order", "[chaos]") {
   auto net = epoch::chaos::ProxyNet::Start(2, 1);
   REQUIRE(net.ok());
@@ -117,10 +158,18 @@ TEST_CASE("fencing check flags a repeated stage, an older token and a shared tok
 }
 
 TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
-  auto s = epoch::chaos::FaultSchedule(42, 17);
-  std::set<epoch::chaos::FaultKind> kinds(s.begin(), s.end());
+  using epoch::chaos::FaultKind;
+  auto s = epoch::chaos::FaultSchedule(42, 19);
+  std::set<FaultKind> kinds(s.begin(), s.end());
   CHECK(static_cast<int>(kinds.size()) == epoch::chaos::kFaultKinds);
-  CHECK(std::count(s.begin(), s.end(), epoch::chaos::FaultKind::kKillLeader) == 3);
+  CHECK(std::count(s.begin(), s.end(), FaultKind::kKillLeader) == 3);
+  CHECK(std::count(s.begin(), s.end(), FaultKind::kMemberReplace) == 2);
+  // Without runtime membership (peer TLS), a cycle is 17 faults and never a replacement.
+  auto tls = epoch::chaos::FaultSchedule(42, 34, {}, false);
+  CHECK(std::count(tls.begin(), tls.end(), FaultKind::kMemberReplace) == 0);
+  CHECK(static_cast<int>(std::set<FaultKind>(tls.begin(), tls.begin() + 17).size()) ==
+        epoch::chaos::kFaultKinds - 1);
+  CHECK(epoch::chaos::FaultByName("member-replace") == FaultKind::kMemberReplace);
   CHECK(epoch::chaos::FaultSchedule(42, 40) == epoch::chaos::FaultSchedule(42, 40));
   auto kills = epoch::chaos::FaultSchedule(1, 9, {epoch::chaos::FaultKind::kKillLeader});
   CHECK(std::count(kills.begin(), kills.end(), epoch::chaos::FaultKind::kKillLeader) == 9);
@@ -161,4 +210,68 @@ TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint 
   CHECK(tc.WaitHealthy(std::chrono::seconds(20)).ok());
   std::string detail;
   CHECK((*cc)->CheckConverged(std::chrono::seconds(10), &detail).ok());
+}
+
+TEST_CASE("a member replaced at run time leads through its entry, and its links are faulted",
+          "[chaos][membership]") {
+  epoch::chaos::ChaosClusterOptions options{EPOCH_EPOCHD_PATH, 3, {}, 11, false};
+  options.snapshot_count = 50;
+  auto cc = epoch::chaos::ChaosCluster::Start(options);
+  REQUIRE(cc.ok());
+  epoch::test::TestCluster& tc = (*cc)->nodes();
+  auto leader = tc.WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  // More entries than --snapshot-count: the new member catches up from a snapshot.
+  for (int i = 0; i < 120; ++i) {
+    auto put = tc.Etcdctl({"put", "k" + std::to_string(i), "v"});
+    INFO(put.Describe());
+    REQUIRE(put.exit_code == 0);
+  }
+  const int slot = (*leader + 1) % 3;
+  const std::uint64_t old_id = tc.node(slot).member_id;
+  REQUIRE((*cc)->RemoveMember(slot, std::chrono::seconds(20)).ok());
+  CHECK(tc.ExitStatus(slot) == 1);  // it left by itself once it applied its removal
+  auto name = (*cc)->AddLearner(slot, std::chrono::seconds(20));
+  INFO(name.status().ToString());
+  REQUIRE(name.ok());
+  CHECK(*name == "n4");
+  CHECK(tc.node(slot).member_id != old_id);
+  auto promoted = (*cc)->PromoteWhenCaughtUp(slot, std::chrono::seconds(60));
+  INFO(promoted.ToString() << "\n" << tc.LogTail(slot));
+  REQUIRE(promoted.ok());
+  auto members = (*cc)->Members();
+  REQUIRE(members.ok());
+  CHECK(members->members_size() == 3);
+  REQUIRE(tc.WaitHealthy(std::chrono::seconds(20)).ok());
+  // The others dial it at its entry, attributed to their links (not the unfaulted path).
+  for (int j = 0; j < 3; ++j) {
+    if (j != slot) CHECK((*cc)->net().accepted(j, slot) >= 1);
+  }
+
+  // It leads; cutting its proxied links (both directions, every peer) must depose it.
+  REQUIRE((*cc)->MoveLeader(*leader == slot ? (*leader + 1) % 3 : *leader, slot).ok());
+  REQUIRE(epoch::test_support::Eventually(
+      [&] {
+        auto l = tc.WaitForLeader(std::chrono::milliseconds(500));
+        return l.ok() && *l == slot;
+      },
+      std::chrono::seconds(15), epoch::test_support::kProcessPoll));
+  for (int j = 0; j < 3; ++j) {
+    if (j != slot) (*cc)->net().SetPair(slot, j, LinkFault::Cut());
+  }
+  auto deposed = [&] {
+    for (int j = 0; j < 3; ++j) {
+      if (j == slot) continue;
+      auto s = tc.NodeStatus(j);
+      if (s.ok() && s->leader() != 0 && s->leader() != tc.node(slot).member_id) return true;
+    }
+    return false;
+  };
+  CHECK(epoch::test_support::Eventually(deposed, std::chrono::seconds(15),
+                                        epoch::test_support::kProcessPoll));
+  (*cc)->net().HealAll();
+  CHECK(tc.WaitHealthy(std::chrono::seconds(20)).ok());
+  std::string detail;
+  CHECK((*cc)->CheckConverged(std::chrono::seconds(10), &detail).ok());
+  CHECK(tc.CheckAlive().ok());
 }

@@ -59,7 +59,10 @@ CommandResult RunEtcdctl(const std::string& endpoints, const std::vector<std::st
 }
 
 TestCluster::TestCluster(ClusterOptions options, PortBlock ports)
-    : options_(std::move(options)), ports_(std::move(ports)), dir_("epoch-cluster") {
+    : options_(std::move(options)),
+      ports_(std::move(ports)),
+      dir_("epoch-cluster"),
+      initial_members_(options_.initial_members > 0 ? options_.initial_members : options_.nodes) {
   nodes_.resize(static_cast<std::size_t>(options_.nodes));
   channels_.resize(nodes_.size());
   for (int i = 0; i < size(); ++i) {
@@ -71,12 +74,17 @@ TestCluster::TestCluster(ClusterOptions options, PortBlock ports)
     info.metrics_port = ports_.port(3 * i + 2);
     info.data_dir = dir_.Sub(info.name);
     info.log_path = dir_.Sub(info.name + ".log");
+    if (i < initial_members_) initial_infos_.push_back(info);
   }
 }
 
 Result<std::unique_ptr<TestCluster>> TestCluster::Start(ClusterOptions options) {
   if (options.nodes < 1 || 3 * options.nodes > PortBlock::kPorts) {
     return Status::InvalidArgument(fmt::format("nodes must be in [1, 5], got {}", options.nodes));
+  }
+  if (options.initial_members < 0 || options.initial_members > options.nodes) {
+    return Status::InvalidArgument(fmt::format("initial_members must be in [0, nodes = {}], got {}",
+                                               options.nodes, options.initial_members));
   }
   if (access(options.epochd_path.c_str(), X_OK) != 0) {
     return Status::InvalidArgument(fmt::format("no epochd at '{}'", options.epochd_path));
@@ -90,7 +98,7 @@ Result<std::unique_ptr<TestCluster>> TestCluster::Start(ClusterOptions options) 
   } catch (const std::runtime_error& e) {  // the directory could not be created
     return Status::IOError(e.what());
   }
-  for (int i = 0; i < cluster->size(); ++i) {
+  for (int i = 0; i < cluster->initial_members(); ++i) {
     Status s = cluster->StartNode(i);
     if (!s.ok()) {
       cluster->KeepFiles();
@@ -136,9 +144,8 @@ std::string TestCluster::Endpoints(const std::vector<int>& indexes) const {
 void TestCluster::EtcdStyle(int i, std::vector<std::string>* args) const {
   const NodeInfo& self = node(i);
   std::string peers;
-  for (int j = 0; j < size(); ++j) {
-    peers += fmt::format("{}{}=http://127.0.0.1:{}", peers.empty() ? "" : ",", node(j).name,
-                         node(j).peer_port);
+  for (const NodeInfo& n : initial_infos_) {
+    peers += fmt::format("{}{}=http://127.0.0.1:{}", peers.empty() ? "" : ",", n.name, n.peer_port);
   }
   const std::string client = fmt::format("http://127.0.0.1:{}", self.client_port);
   const std::string peer = fmt::format("http://127.0.0.1:{}", self.peer_port);
@@ -202,10 +209,36 @@ std::vector<std::string> TestCluster::EtcdctlTlsFlags() const {
   return flags;
 }
 
+std::vector<std::string> TestCluster::JoinedArgs(const NodeInfo& self) const {
+  // etcd's flags, as etcdctl member add's output is meant to be used; no --initial-cluster-clients:
+  // the others' client URLs come from their publications.
+  const std::string client = "http://" + self.client_address();
+  return {options_.epochd_path,
+          "--name",
+          self.name,
+          "--data-dir",
+          self.data_dir,
+          "--listen-client-urls",
+          self.client_address(),
+          "--advertise-client-urls",
+          client,
+          "--listen-peer-urls",
+          fmt::format("127.0.0.1:{}", self.peer_port),
+          "--initial-advertise-peer-urls",
+          self.joined->advertised_peer,
+          "--listen-metrics-urls",
+          fmt::format("127.0.0.1:{}", self.metrics_port),
+          "--initial-cluster",
+          self.joined->initial_cluster,
+          "--initial-cluster-state",
+          "existing",
+          "--initial-cluster-token",
+          options_.cluster_token};
+}
+
 std::vector<std::string> TestCluster::ArgsFor(int i) const {
   std::string peers, clients;
-  for (int j = 0; j < size(); ++j) {
-    const NodeInfo& n = node(j);
+  for (const NodeInfo& n : initial_infos_) {
     peers += fmt::format("{}{}=127.0.0.1:{}", peers.empty() ? "" : ",", n.name, n.peer_port);
     clients += fmt::format("{}{}=127.0.0.1:{}", clients.empty() ? "" : ",", n.name, n.client_port);
   }
@@ -229,7 +262,8 @@ std::vector<std::string> TestCluster::ArgsFor(int i) const {
       "--initial-cluster-token",
       options_.cluster_token,
   };
-  if (options_.etcd_flags) EtcdStyle(i, &args);
+  if (self.joined) args = JoinedArgs(self);
+  if (options_.etcd_flags && !self.joined) EtcdStyle(i, &args);
   if (options_.tls) TlsStyle(&args);
   args.insert(args.end(), options_.extra_flags.begin(), options_.extra_flags.end());
   if (options_.node_flags) {
@@ -238,7 +272,7 @@ std::vector<std::string> TestCluster::ArgsFor(int i) const {
     std::vector<std::string> more = options_.node_flags(i, infos);
     args.insert(args.end(), more.begin(), more.end());
   }
-  return options_.yaml_config ? AsYamlConfig(i, args) : args;
+  return options_.yaml_config && !self.joined ? AsYamlConfig(i, args) : args;
 }
 
 std::vector<std::string> TestCluster::AsYamlConfig(int i,
@@ -275,6 +309,38 @@ Status TestCluster::StartNode(int i) {
   n.paused = false;
   n.exit_status.reset();
   return Status::Ok();
+}
+
+Status TestCluster::JoinNode(int i, JoiningMember member) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  if (n.process.Running()) {
+    return Status::FailedPrecondition(
+        fmt::format("slot {} still runs {}: it cannot take {}", i, n.info.name, member.name));
+  }
+  n.info.name = member.name;
+  n.info.member_id = member.member_id;
+  n.info.data_dir = dir_.Sub(member.name);
+  n.info.log_path = dir_.Sub(member.name + ".log");
+  n.info.joined = std::move(member);
+  n.exit_status.reset();
+  return StartNode(i);
+}
+
+Result<int> TestCluster::AwaitExit(int i, std::chrono::milliseconds timeout) {
+  Node& n = nodes_.at(static_cast<std::size_t>(i));
+  if (n.paused) Resume(i);
+  if (!n.process.Running()) {  // already gone (or never started)
+    n.started = false;
+    if (!n.exit_status) n.exit_status = n.process.exit_status();
+    return n.exit_status.value_or(-1);
+  }
+  std::optional<int> status = n.process.WaitExit(timeout);
+  if (!status) {
+    return Status::Timeout(fmt::format("{} still runs {} ms later", n.info.name, timeout.count()));
+  }
+  n.exit_status = status;
+  n.started = false;
+  return *status;
 }
 
 void TestCluster::Kill(int i) {

@@ -36,7 +36,8 @@ struct CampaignOptions {
   std::chrono::milliseconds check_budget{30'000};  // linearizability search limit per round
   bool require_every_kind = true;  // fail unless every fault kind was injected at least once
   bool client_tls = false;         // https:// client ports (ChaosClusterOptions::client_tls)
-  bool peer_tls = false;           // peer mTLS (ChaosClusterOptions::peer_tls)
+  bool peer_tls = false;           // peer mTLS (ChaosClusterOptions::peer_tls); no member-replace
+  int snapshot_count = 0;          // epochd --snapshot-count; 0 = its default
 };
 
 // Runs the campaign and prints the report. Returns 0 when no checker found a violation (and, if

@@ -4,6 +4,7 @@
 // to become healthy again and the workload to make progress (a recovery failure is a violation).
 // Killing the leader also measures failover: the time from SIGKILL to the first successful write
 // through the client library (epoch::client::Client, retries and leader discovery included).
+// Replacing a member measures the time from MemberAdd to the learner's promotion.
 //
 // Threading: from the harness thread only.
 #pragma once
@@ -38,6 +39,7 @@ enum class FaultKind : std::uint8_t {
   kDiskSlow,         // leader's WAL fdatasync slowed
   kDiskStall,        // leader's WAL fdatasync blocked
   kMoveLeader,       // Maintenance.MoveLeader to a follower
+  kMemberReplace,    // a voter removed (sometimes the leader), a fresh learner added and promoted
   kCount,
 };
 inline constexpr int kFaultKinds = static_cast<int>(FaultKind::kCount);
@@ -45,11 +47,13 @@ inline constexpr int kFaultKinds = static_cast<int>(FaultKind::kCount);
 [[nodiscard]] std::string_view FaultName(FaultKind kind);
 
 // The campaign's fault sequence: shuffled cycles through every kind, the leader kill three times
-// per cycle and leader pause twice, so any run of one cycle injects every kind.
-// With `only` non-empty, the schedule cycles through those kinds alone (e.g. a failover
-// measurement of leader kills only).
+// per cycle, leader pause and member replacement twice, so any run of one cycle injects every
+// kind. With `only` non-empty, the schedule cycles through those kinds alone (e.g. a failover
+// measurement of leader kills only). Without `membership` (peer TLS: chaos_cluster.h), the
+// default cycle leaves member replacement out.
 [[nodiscard]] std::vector<FaultKind> FaultSchedule(std::uint64_t seed, int count,
-                                                   const std::vector<FaultKind>& only = {});
+                                                   const std::vector<FaultKind>& only = {},
+                                                   bool membership = true);
 // "kill-leader" -> kKillLeader; nullopt for an unknown name.
 [[nodiscard]] std::optional<FaultKind> FaultByName(std::string_view name);
 
@@ -59,6 +63,7 @@ struct FaultContext {
   client::Client& prober;  // the client whose first successful write ends a failover
   std::mt19937_64& rng;
   std::vector<double>& failover_ms;  // appended by kKillLeader
+  std::vector<double>& replace_ms;   // appended by kMemberReplace: MemberAdd to promoted voter
 };
 
 // Injects `kind`, holds it, heals it. Returns what was done ("kill n2 (leader) ..."), or an error

@@ -14,6 +14,15 @@
 //           the loss closes the connection (the frames in flight are lost, the dialer redials).
 // A fault applies to both directions of the link's TCP connections.
 //
+// Nodes are slots: a member added at run time (chaos_cluster.h) takes the slot of the member it
+// replaces, or an empty one. The cluster dials such a member at the peer URL it was added with,
+// not through --peer-dial-override, so that URL is an *entry* of its slot (AddEntry): one
+// listener every member dials, which reads the connection's hello (docs/formats.md §5.1: length
+// 24, `EPOCHP1\n`, cluster ID, sender's member ID), finds the sender's slot by its member ID
+// (SetMemberId) and then carries the connection as link (sender, slot), faults and all. A
+// connection that opens with anything else (the join handshake, TLS) is carried unfaulted and
+// counted (unattributed()).
+//
 // Threading: one internal I/O thread owns every socket. Set/HealAll/SetTarget may be called from
 // any thread; they return once the I/O thread applied them.
 #pragma once
@@ -59,6 +68,13 @@ class ProxyNet {
   }
   // Every link back to pass.
   void HealAll();
+  // Member `member_id` speaks for node `slot` (an entry attributes its hellos by this); a slot
+  // keeps the IDs of its earlier members too.
+  void SetMemberId(int slot, std::uint64_t member_id);
+  // A new entry listener for node `to` (above); returns its port.
+  [[nodiscard]] Result<std::uint16_t> AddEntry(int to);
+  // Connections an entry could not attribute to a sender (carried without faults).
+  [[nodiscard]] std::uint64_t unattributed() const;
   // Connections accepted on link (from, to) so far: proves the node dials through the proxy.
   [[nodiscard]] std::uint64_t accepted(int from, int to) const;
   // Connections closed by cut or drop faults so far.

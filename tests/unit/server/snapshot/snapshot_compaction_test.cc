@@ -36,6 +36,22 @@ TEST_CASE("compaction: triggers at the entry count and keeps the catch-up tail",
   CHECK(!CompactionTarget(Options(), Input(800, 800, 1 << 30)));
 }
 
+TEST_CASE("compaction: a small --snapshot-count still keeps the whole catch-up tail",
+          "[snapshot]") {
+  // Regression: with a trigger of 100 the tail was min(300, past / 2) = 50 entries, and a member
+  // installing a snapshot under load found the leader's log already compacted past it, forever.
+  CompactionOptions small = Options();
+  small.trigger_entries = 100;
+  CHECK(!CompactionTarget(small, Input(1, 101)));  // 100 past: less than 300 + 50
+  CHECK(!CompactionTarget(small, Input(1, 350)));
+  CHECK(CompactionTarget(small, Input(1, 351)) == LogIndex(51));  // the 300-entry tail stays
+  // Then every 50 entries (half the trigger), each keeping 300.
+  CHECK(!CompactionTarget(small, Input(51, 400)));
+  CHECK(CompactionTarget(small, Input(51, 401)) == LogIndex(101));
+  // A trigger larger than tail + half of it is unchanged: due at the trigger.
+  CHECK(CompactionTarget(Options(), Input(1, 1001)) == LogIndex(701));
+}
+
 TEST_CASE("compaction: the byte trigger frees at least half of a short log", "[snapshot]") {
   CHECK(!CompactionTarget(Options(), Input(100, 110, (1 << 20) - 1)));
   // 10 huge entries: keep min(300, 10 / 2) = 5.

@@ -12,9 +12,15 @@
 // failed REQUIRE), KeepFiles() was called, or EPOCH_TEST_KEEP=1 is set; then it prints where the
 // logs are. Nodes also die with the test process (PR_SET_PDEATHSIG), even when it is killed.
 //
-// Threading: node control (Start/Kill/Stop/Pause/Resume/Restart) from one thread — the one that
-// created the cluster, which must outlive it. Read-only accessors, Channel(), Status() and
-// Etcdctl() are safe from any thread.
+// Membership at run time: a cluster may be given more slots than members it bootstraps
+// (ClusterOptions::initial_members); JoinNode puts a member added with MemberAdd into a slot that
+// holds no running member (an empty slot, or one whose member was removed) and starts it with
+// --initial-cluster-state existing; AwaitExit waits for a removed member to exit by itself. Node
+// index = slot: a slot keeps its ports (client, peer listener, metrics) from member to member.
+//
+// Threading: node control (Start/Kill/Stop/Pause/Resume/Restart/JoinNode/AwaitExit) from one thread
+// — the one that created the cluster, which must outlive it. Read-only accessors, Channel(),
+// Status() and Etcdctl() are safe from any thread.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -55,7 +61,10 @@ struct ClusterTls {
 
 struct ClusterOptions {
   std::string epochd_path;  // required: the epochd binary
-  int nodes = 3;            // 1..5
+  int nodes = 3;            // slots, 1..5
+  // Members bootstrapped in the first slots (--initial-cluster); 0 = every slot. The other slots
+  // stay empty until JoinNode.
+  int initial_members = 0;
   // Raft timing for fast tests: 10 ms ticks, heartbeat every 50 ms, election floor 150 ms.
   std::vector<std::string> extra_flags = {
       "--tick-ms", "10", "--heartbeat-ticks", "5", "--election-timeout-ticks", "15"};
@@ -75,14 +84,26 @@ struct ClusterOptions {
   std::optional<ClusterTls> tls;
 };
 
+// A member added at run time (MemberAdd), to be started in a slot with
+// --initial-cluster-state existing.
+struct JoiningMember {
+  std::string name;
+  std::uint64_t member_id = 0;  // what MemberAdd answered
+  std::string initial_cluster;  // "name=http://host:port,...": every member, this one included
+  std::string advertised_peer;  // this member's entry there: the peer URL MemberAdd was given
+};
+
 struct NodeInfo {
-  std::string name;  // "n1", "n2", ...
+  std::string name;  // "n1", "n2", ... (a member that joined: the name JoinNode gave it)
   std::uint64_t member_id = 0;
   std::uint16_t client_port = 0;
   std::uint16_t peer_port = 0;
   std::uint16_t metrics_port = 0;
   std::string data_dir;
   std::string log_path;
+  // Set for a member that joined at run time (JoinNode); it restarts with the same flags (its
+  // data directory then says who it is).
+  std::optional<JoiningMember> joined;
 
   [[nodiscard]] std::string client_address() const;  // "127.0.0.1:<client_port>"
 };
@@ -100,6 +121,8 @@ class TestCluster {
   [[nodiscard]] const NodeInfo& node(int i) const { return nodes_.at(i).info; }
   [[nodiscard]] const std::string& dir() const { return dir_.path(); }
   [[nodiscard]] const std::string& cluster_token() const { return options_.cluster_token; }
+  // Members bootstrapped by Start (the first slots).
+  [[nodiscard]] int initial_members() const { return initial_members_; }
   // Index of the node with this member ID, or -1.
   [[nodiscard]] int IndexOf(std::uint64_t member_id) const;
   // "127.0.0.1:P1,127.0.0.1:P2,...": every node's client address (or the ones listed).
@@ -124,6 +147,13 @@ class TestCluster {
     EPOCH_RETURN_IF_ERROR(Stop(i));
     return StartNode(i);
   }
+  // Puts `member` in slot i (which must hold no running process: never started, killed, stopped
+  // or exited) with its own data directory and log (<dir>/<name>, <dir>/<name>.log) and starts
+  // it with --initial-cluster-state existing and member.initial_cluster. The slot's ports stay.
+  [[nodiscard]] Status JoinNode(int i, JoiningMember member);
+  // Waits up to `timeout` for node i to exit by itself (a removed member does), reaps it and
+  // counts it as stopped by the test. Returns its exit status; Timeout if it still runs.
+  [[nodiscard]] Result<int> AwaitExit(int i, std::chrono::milliseconds timeout);
   // Whether node i's process exists (paused counts as running); reaps it if it died.
   [[nodiscard]] bool IsRunning(int i);
   [[nodiscard]] bool IsPaused(int i) const { return nodes_.at(i).paused; }
@@ -176,6 +206,8 @@ class TestCluster {
   // Creates the cluster's directory; throws std::runtime_error when it cannot.
   TestCluster(ClusterOptions options, PortBlock ports);
   [[nodiscard]] std::vector<std::string> ArgsFor(int i) const;
+  // The first flags of a member that joined at run time (NodeInfo::joined).
+  [[nodiscard]] std::vector<std::string> JoinedArgs(const NodeInfo& self) const;
   // ArgsFor with etcd's flags in place of Epoch's (ClusterOptions::etcd_flags).
   void EtcdStyle(int i, std::vector<std::string>* args) const;
   // https:// client URLs and the TLS flags (ClusterOptions::tls).
@@ -191,6 +223,10 @@ class TestCluster {
   const PortBlock ports_;      // held for the cluster's lifetime so restarts get the same ports
   test_support::TempDir dir_;  // kept at destruction when the files are to be kept
   std::vector<Node> nodes_;
+  const int initial_members_;
+  // The bootstrapped members as they were: their --initial-cluster is the same at every restart,
+  // whatever joined or left since (the cluster ID is derived from it).
+  std::vector<NodeInfo> initial_infos_;
   bool keep_files_ = false;
 
   std::mutex channels_mu_;
