@@ -33,6 +33,7 @@
 #include "epoch/peer/peer_drops.h"
 #include "epoch/peer/peer_forwarder.h"
 #include "epoch/peer/peer_frame_gate.h"
+#include "epoch/peer/peer_join.h"
 #include "epoch/peer/peer_tls.h"
 #include "epoch/peer/peer_transport.h"
 #include "epoch/raft/conf_change.h"
@@ -55,6 +56,7 @@
 #include "peer_membership.h"
 #include "peer_metrics.h"
 #include "process_metrics.h"
+#include "removal_probe.h"
 #include "tls_flags.h"
 
 // EpochNode::Impl is built in phases, each a function that constructs its components with what
@@ -219,6 +221,7 @@ class EpochNode::Impl {
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<MemberPublisher> publisher_;
   std::unique_ptr<HealthProbes> health_;
+  std::unique_ptr<RemovalProbe> removal_probe_;
   std::unique_ptr<MetricsHttp> metrics_;
   // Plaintext client port: etcd's HTTP/JSON gateway, /metrics and the probes next to gRPC
   // (ClientPortMux). The gateway calls grpc_server_ through its in-process channel.
@@ -236,6 +239,15 @@ class EpochNode::Impl {
   Status Bootstrap();
   void BuildReplication();
   std::shared_ptr<PeerTls> peer_tls_;  // null without peer TLS
+  // A member's name from --initial-cluster, else as it published it; empty for a member added at
+  // runtime that has not started yet.
+  std::string MemberName(NodeId id) const {
+    if (const MemberInfo* m = config_.FindMember(id); m != nullptr) return m->name;
+    std::shared_ptr<const PublishedMembers> published = store_->Members();
+    const PublishedMember* p = FindPublished(*published, id.value());
+    return p == nullptr ? std::string() : p->name;
+  }
+  void StartRemovalProbe();
   void BuildServices();
   void Subscribe();
   Status StartServing();
@@ -365,12 +377,7 @@ void EpochNode::Impl::BuildReplication() {
   };
   // Names from --initial-cluster, else as the member published it (a member added at runtime has
   // none until it started and published).
-  topts.member_name = [this](NodeId id) {
-    if (const MemberInfo* m = config_.FindMember(id); m != nullptr) return m->name;
-    std::shared_ptr<const PublishedMembers> published = store_->Members();
-    const PublishedMember* p = FindPublished(*published, id.value());
-    return p == nullptr ? std::string() : p->name;
-  };
+  topts.member_name = [this](NodeId id) { return MemberName(id); };
   // Removed members' names are free again: a replacement may join under the same name.
   topts.member_names = [this] {
     std::set<std::uint64_t> removed;
@@ -501,6 +508,28 @@ void EpochNode::Impl::Subscribe() {
   });
 }
 
+void EpochNode::Impl::StartRemovalProbe() {
+  // One ask waits at most this long: a probe in progress delays the shutdown by at most one.
+  static constexpr auto kAskTimeout = std::chrono::milliseconds(500);
+  RemovalProbeHooks hooks;
+  hooks.leader = [this] { return driver_->status().leader; };
+  hooks.peers = [this] { return membership_->Dialled(); };
+  hooks.ask = [this](NodeId peer, const HostPort& at, const raftpb::JoinRequest& request) {
+    return AskToJoin(at.host, at.port, request, kAskTimeout, JoinTls{peer_tls_, MemberName(peer)});
+  };
+  hooks.on_removed = [this] { membership_->MarkRemoved(); };
+  removal_probe_ = std::make_unique<RemovalProbe>(
+      executors_.loop(Executors::Loop::kPeer), executors_.maintenance(),
+      RemovalProbeOptions{
+          .self = config_.self_id(),
+          .name = config_.name,
+          .cluster_id = config_.cluster_id(),
+          .quiet = std::max(config_.tick * config_.raft.max_election_timeout_ticks * 3,
+                            std::chrono::milliseconds(1000))},
+      std::move(hooks));
+  removal_probe_->Start();
+}
+
 Status EpochNode::Impl::StartServing() {
   executors_.Start();
   EPOCH_RETURN_IF_ERROR(snapshots_->Start());
@@ -510,6 +539,7 @@ Status EpochNode::Impl::StartServing() {
   health_ = std::make_unique<HealthProbes>(executors_.loop(Executors::Loop::kPeer), *driver_,
                                            *store_, *durability_,
                                            config_.tick * config_.raft.durability_stall_ticks);
+  StartRemovalProbe();
   EPOCH_RETURN_IF_ERROR(StartClientListeners());
   // This member's client URL for the others (its --initial-cluster-clients entry, else the
   // advertised or listened address; the port picked when the flag said 0).
@@ -668,6 +698,7 @@ void EpochNode::Impl::Shutdown() {
   }
   cv_.notify_all();
   if (client_mux_) client_mux_->Stop();
+  if (removal_probe_) removal_probe_->Stop();
   // Forwarded writes still waiting for the leader end now, or the gRPC shutdown waits for them.
   if (peer_forwarder_) peer_forwarder_->Stop();
   if (grpc_server_)
@@ -690,6 +721,8 @@ void EpochNode::Impl::Shutdown() {
   // finishes before the store closes.
   executors_.Stop(Executors::Loop::kWatch);
   executors_.JoinMaintenance();
+  // What they started on a stream after the queues shut down ends now (rpc::Server::Stop).
+  if (rpc_server_) rpc_server_->DrainRefused();
   disk_failpoint_.reset();  // a stalled fdatasync must not hang the close
   if (wal_) {
     Status s = wal_->Close();

@@ -99,6 +99,22 @@ void AdoptMembers(NodeConfig* config, const raftpb::JoinResponse& answer) {
   config->members = std::move(members);
 }
 
+// A running member asking whether it was removed: REMOVED only on the table's record (committed,
+// so final); a member this table does not know yet may have been added after its last apply.
+raftpb::JoinResponse AnswerRemovalProbe(const NodeConfig& config,
+                                        const v1::StoredMemberTable& table, std::uint64_t id) {
+  raftpb::JoinResponse answer;
+  answer.set_cluster_id(config.cluster_id());
+  answer.set_member_id(id);
+  for (const v1::ClusterMember& m : table.members()) {
+    if (m.id() != id || !m.removed()) continue;
+    answer.set_refusal(raftpb::JoinResponse::REMOVED);
+    answer.set_error(
+        fmt::format("member {:x} was removed from cluster {:x}", id, config.cluster_id()));
+  }
+  return answer;
+}
+
 }  // namespace
 
 Result<std::optional<JoinedIdentity>> ReadJoinedIdentity(const std::string& data_dir) {
@@ -191,6 +207,7 @@ raftpb::JoinResponse AnswerJoin(const NodeConfig& config, const KvStore& store,
                                 const raftpb::JoinRequest& request) {
   raftpb::JoinResponse answer;
   MemberTablePtr table = store.MemberTable();
+  if (request.member_id() != 0) return AnswerRemovalProbe(config, *table, request.member_id());
   const v1::ClusterMember* found = nullptr;
   const v1::ClusterMember* removed = nullptr;
   for (const v1::ClusterMember& m : table->members()) {

@@ -40,6 +40,23 @@ Result<raft::ConfChange> PlanChange(const NodeConfig& config, const KvStore& sto
   return PlanMemberChange(request.member_change(), MemberView{*table, started}, leader, rules);
 }
 
+raft::ConfState PeersOf(const raft::ConfState& conf, const v1::StoredMemberTable& table) {
+  std::set<NodeId> removed;
+  std::set<NodeId> others;
+  for (const v1::ClusterMember& m : table.members()) {
+    (m.removed() ? removed : others).insert(NodeId(m.id()));
+  }
+  raft::ConfState peers;
+  for (NodeId v : conf.voters) {
+    if (!removed.contains(v)) peers.voters.push_back(v);
+  }
+  others.insert(conf.learners.begin(), conf.learners.end());
+  for (NodeId id : others) {
+    if (!removed.contains(id) && !raft::IsVoter(peers, id)) peers.learners.push_back(id);
+  }
+  return peers;  // sorted: conf and the sets are
+}
+
 void PeerMembership::Start() {
   {
     std::lock_guard lock(mu_);
@@ -52,19 +69,17 @@ void PeerMembership::Start() {
 }
 
 void PeerMembership::Apply(const raft::ConfState& conf) {
-  gate_.SetMembers(conf);
   MemberTablePtr table = store_.MemberTable();
+  const raft::ConfState peers = PeersOf(conf, *table);
+  gate_.SetMembers(peers);
   std::lock_guard lock(mu_);
   for (const v1::ClusterMember& m : table->members()) {
     const NodeId id(m.id());
     if (id == config_.self_id()) {
-      if (m.removed() && !removed_) {
-        removed_ = true;
-        if (on_removed_) on_removed_();
-      }
+      if (m.removed()) MarkRemovedLocked();
       continue;
     }
-    if (!raft::IsVoter(conf, id) && !raft::IsLearner(conf, id)) {
+    if (!raft::IsVoter(peers, id) && !raft::IsLearner(peers, id)) {
       if (dialled_.erase(id) > 0) {
         spdlog::info("name={} node={:x} member={:x} left the configuration: disconnected",
                      config_.name, config_.self_id(), m.id());
@@ -83,6 +98,28 @@ void PeerMembership::Apply(const raft::ConfState& conf) {
     }
     Dial(id, *address);
   }
+}
+
+void PeerMembership::MarkRemoved() {
+  std::lock_guard lock(mu_);
+  MarkRemovedLocked();
+}
+
+void PeerMembership::MarkRemovedLocked() {
+  if (removed_) return;
+  removed_ = true;
+  if (on_removed_) on_removed_();
+}
+
+std::vector<std::pair<NodeId, HostPort>> PeerMembership::Dialled() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<NodeId, HostPort>> out;
+  for (const auto& [id, text] : dialled_) {
+    if (Result<HostPort> address = ParseHostPort(text); address.ok()) {
+      out.emplace_back(id, *address);
+    }
+  }
+  return out;
 }
 
 void PeerMembership::Dial(NodeId id, const HostPort& address) {

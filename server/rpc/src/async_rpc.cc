@@ -6,6 +6,21 @@
 
 namespace epoch::server::rpc {
 
+void detail::OpGate::Drain() {
+  for (;;) {
+    std::vector<Tag*> refused;
+    {
+      std::lock_guard lock(refused_mu_);
+      refused.swap(refused_);
+    }
+    if (refused.empty()) return;
+    for (Tag* tag : refused) {
+      tag->Delivered();
+      tag->Done(false);
+    }
+  }
+}
+
 void UnaryReactor::Finish(grpc::Status status) {
   detail::UnaryOps* call = nullptr;
   {
@@ -117,6 +132,7 @@ void Server::Start(ClientQueue* client) {
 void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  gate_.Close();
   if (client_ != nullptr) {
     // No call starts on a queue that shuts down: what was posted runs here, before.
     for (auto& fn : client_->Close()) fn();
@@ -135,6 +151,7 @@ void Server::Stop() {
     }
   }
   workers_.clear();
+  gate_.Drain();
 }
 
 }  // namespace epoch::server::rpc

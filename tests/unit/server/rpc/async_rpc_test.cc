@@ -46,6 +46,7 @@ class TestServer {
     rpc_.Stop();
     server_.reset();
   }
+  void DrainRefused() { rpc_.DrainRefused(); }
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
   rpc::ClientQueue& client_queue() { return client_queue_; }
 
@@ -290,6 +291,61 @@ TEST_CASE("rpc::Server streams a server-streaming call to its end") {
   CHECK(remaining == std::vector<std::uint64_t>{3, 2, 1, 0});
   CHECK(Eventually([&] { return dones == 1; }));
   server.Stop();
+}
+
+// A stream the server holds open and writes to only when told, from another thread (as the
+// watch hub writes to watch streams).
+class IdleStream final : public rpc::WriteReactor<etcdserverpb::SnapshotResponse> {
+ public:
+  IdleStream(std::atomic<int>& dones, std::atomic<int>& failed_writes)
+      : dones_(dones), failed_writes_(failed_writes) {}
+  void Write() {
+    response_.set_blob("late");
+    StartWrite(&response_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok) return;
+    ++failed_writes_;
+    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping"));
+  }
+  void OnDone() override {
+    ++dones_;
+    delete this;
+  }
+
+ private:
+  std::atomic<int>& dones_;
+  std::atomic<int>& failed_writes_;
+  etcdserverpb::SnapshotResponse response_;
+};
+
+// Regression: a watch stream written to after the server stopped aborted the process (gRPC's
+// "assertion failed: grpc_cq_begin_op") when a removed member shut down.
+TEST_CASE("rpc::Server refuses a stream's operations once stopped, and still ends the stream") {
+  Maintenance maintenance;
+  std::atomic<IdleStream*> stream{nullptr};
+  std::atomic<int> dones{0};
+  std::atomic<int> failed_writes{0};
+  TestServer server([&](rpc::Server& rpc) {
+    rpc.ServerStream(&maintenance, &Maintenance::RequestSnapshot,
+                     [&](rpc::CallContext*, const etcdserverpb::SnapshotRequest*) {
+                       auto* s = new IdleStream(dones, failed_writes);
+                       stream = s;
+                       return s;
+                     });
+  });
+  auto stub = etcdserverpb::Maintenance::NewStub(server.channel());
+  grpc::ClientContext ctx;
+  auto reader = stub->Snapshot(&ctx, etcdserverpb::SnapshotRequest{});
+  REQUIRE(Eventually([&] { return stream.load() != nullptr; }));
+  server.Stop();  // the queues shut down with the stream still open
+  CHECK(dones == 0);
+  stream.load()->Write();  // refused and kept: not started on a queue that shut down
+  CHECK(failed_writes == 0);
+  server.DrainRefused();  // the write fails, the reactor finishes, the stream ends
+  CHECK(failed_writes == 1);
+  CHECK(dones == 1);
+  (void)reader->Finish();
 }
 
 // A client call of the server's own (as the lease forwarder makes) on the client queue.

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -77,6 +78,41 @@ class Tag {
 
  protected:
   ~Tag() = default;
+};
+
+// Whether operations may still start on the server's completion queues. gRPC aborts the process
+// when an operation starts on a queue whose shutdown has completed, and a reactor may start one at
+// any time: from a reaction while the queues drain, or from another thread (a watch stream's
+// writer) after they drained. So the server closes the gate before it shuts the queues down; an
+// operation started after that is not started, and its tag is kept and delivered not ok by Drain,
+// on the stopping thread, as a failed operation's would be.
+class OpGate {
+ public:
+  // Starts an operation: `start(tag)` runs (under a shared lock) while the gate is open.
+  template <typename Start>
+  void Begin(Tag* tag, Start&& start) {
+    {
+      std::shared_lock lock(mu_);
+      if (!closed_) {
+        start(tag->Started());
+        return;
+      }
+    }
+    std::lock_guard lock(refused_mu_);
+    refused_.push_back(tag);
+  }
+  void Close() {
+    std::unique_lock lock(mu_);
+    closed_ = true;
+  }
+  // Delivers the refused operations, not ok, until none is left (a delivery may refuse more).
+  void Drain();
+
+ private:
+  std::shared_mutex mu_;
+  bool closed_ = false;  // guarded by mu_
+  std::mutex refused_mu_;
+  std::vector<Tag*> refused_;  // guarded by refused_mu_
 };
 
 // A call's operations, as its reactor starts them.
@@ -210,6 +246,7 @@ class MethodBase {
   // Requests the next call of this method on `cq`.
   virtual void RequestCall(grpc::ServerCompletionQueue* cq) = 0;
   int pending = 2;
+  OpGate* gate = nullptr;  // the server's; every operation of its calls starts through it
 };
 
 // One event kind of one call.
@@ -257,17 +294,21 @@ class UnaryCall final : public UnaryOps {
   UnaryCall(const Method* method, grpc::ServerCompletionQueue* cq)
       : method_(method), cq_(cq), writer_(&ctx_) {
     if (method_->options.notify_cancel) ctx_.AsyncNotifyWhenDone(done_tag_.Started());
-    Service* service = method_->service;
-    const auto request = method_->request;
-    (service->*request)(&ctx_, &request_, &writer_, cq_, cq_, start_tag_.Started());
+    method_->gate->Begin(&start_tag_, [this](void* tag) {
+      Service* service = method_->service;
+      const auto request = method_->request;
+      (service->*request)(&ctx_, &request_, &writer_, cq_, cq_, tag);
+    });
   }
 
   void SendFinish(grpc::Status status) override {
-    if (status.ok()) {
-      writer_.Finish(response_, status, finish_tag_.Started());
-    } else {
-      writer_.FinishWithError(status, finish_tag_.Started());
-    }
+    method_->gate->Begin(&finish_tag_, [&](void* tag) {
+      if (status.ok()) {
+        writer_.Finish(response_, status, tag);
+      } else {
+        writer_.FinishWithError(status, tag);
+      }
+    });
   }
 
  private:
@@ -335,19 +376,21 @@ class StreamCall : public StreamOps<Request, Response> {
   void SendRead(Request* request) override {
     if constexpr (!std::is_same_v<Request, std::nullptr_t>) {
       reading_ = true;
-      stream_.Read(request, read_tag_.Started());
+      gate_->Begin(&read_tag_, [&](void* tag) { stream_.Read(request, tag); });
     } else {
       (void)request;
     }
   }
   void SendWrite(const Response* response) override {
     writing_ = true;
-    stream_.Write(*response, write_tag_.Started());
+    gate_->Begin(&write_tag_, [&](void* tag) { stream_.Write(*response, tag); });
   }
-  void SendFinish(grpc::Status status) override { stream_.Finish(status, finish_tag_.Started()); }
+  void SendFinish(grpc::Status status) override {
+    gate_->Begin(&finish_tag_, [&](void* tag) { stream_.Finish(status, tag); });
+  }
 
  protected:
-  explicit StreamCall(grpc::ServerCompletionQueue* cq) : cq_(cq), stream_(&ctx_) {
+  StreamCall(grpc::ServerCompletionQueue* cq, OpGate* gate) : cq_(cq), gate_(gate), stream_(&ctx_) {
     ctx_.AsyncNotifyWhenDone(done_tag_.Started());
   }
   virtual ~StreamCall() = default;
@@ -355,6 +398,7 @@ class StreamCall : public StreamOps<Request, Response> {
   virtual void RequestNext() = 0;
 
   grpc::ServerCompletionQueue* cq_;
+  OpGate* gate_;
   CallContext ctx_;
   Stream stream_;
   CallTag<StreamCall> start_tag_{this, &StreamCall::OnStart};
@@ -419,10 +463,12 @@ class BidiMethod final : public MethodBase {
   class Call final : public StreamCall<Request, Response, Stream, Reactor> {
    public:
     Call(const BidiMethod* method, grpc::ServerCompletionQueue* cq)
-        : StreamCall<Request, Response, Stream, Reactor>(cq), method_(method) {
-      Service* service = method_->service;
-      const auto request = method_->request;
-      (service->*request)(&this->ctx_, &this->stream_, cq, cq, this->start_tag_.Started());
+        : StreamCall<Request, Response, Stream, Reactor>(cq, method->gate), method_(method) {
+      this->gate_->Begin(&this->start_tag_, [this, cq](void* tag) {
+        Service* service = method_->service;
+        const auto request = method_->request;
+        (service->*request)(&this->ctx_, &this->stream_, cq, cq, tag);
+      });
     }
 
    private:
@@ -452,11 +498,12 @@ class ServerStreamMethod final : public MethodBase {
   class Call final : public StreamCall<std::nullptr_t, Response, Stream, Reactor> {
    public:
     Call(const ServerStreamMethod* method, grpc::ServerCompletionQueue* cq)
-        : StreamCall<std::nullptr_t, Response, Stream, Reactor>(cq), method_(method) {
-      Service* service = method_->service;
-      const auto request = method_->request;
-      (service->*request)(&this->ctx_, &request_, &this->stream_, cq, cq,
-                          this->start_tag_.Started());
+        : StreamCall<std::nullptr_t, Response, Stream, Reactor>(cq, method->gate), method_(method) {
+      this->gate_->Begin(&this->start_tag_, [this, cq](void* tag) {
+        Service* service = method_->service;
+        const auto request = method_->request;
+        (service->*request)(&this->ctx_, &request_, &this->stream_, cq, cq, tag);
+      });
     }
 
    private:
@@ -536,6 +583,7 @@ class Server {
     auto m = std::make_unique<detail::UnaryMethod<Owner, Request, Response>>(
         service, request, std::move(handler), options);
     m->pending = options.pending;
+    m->gate = &gate_;
     methods_.push_back(std::move(m));
   }
   template <typename Owner, typename Request, typename Response, typename Handler>
@@ -547,6 +595,7 @@ class Server {
     AddService(service);
     methods_.push_back(std::make_unique<detail::BidiMethod<Owner, Request, Response>>(
         service, request, std::move(handler)));
+    methods_.back()->gate = &gate_;
   }
   template <typename Owner, typename Request, typename Response, typename Handler>
   void ServerStream(std::type_identity_t<Owner>* service,
@@ -558,13 +607,19 @@ class Server {
     AddService(service);
     methods_.push_back(std::make_unique<detail::ServerStreamMethod<Owner, Request, Response>>(
         service, request, std::move(handler)));
+    methods_.back()->gate = &gate_;
   }
 
   // After BuildAndStart(): requests the first calls, starts the threads and opens `client`.
   void Start(ClientQueue* client);
-  // After grpc::Server::Shutdown() and after everything that may still finish a call has
-  // stopped: shuts the queues down and joins their threads once they drained.
+  // After grpc::Server::Shutdown(): closes the operation gate (detail::OpGate), shuts the
+  // queues down, joins their threads once they drained, and delivers the operations refused
+  // meanwhile. A reactor may still start operations afterwards (from a thread that stops later):
+  // they are refused and kept for DrainRefused.
   void Stop();
+  // Delivers, not ok, the operations refused since Stop; once every thread that may start one
+  // has stopped. Stop first.
+  void DrainRefused() { gate_.Drain(); }
 
  private:
   void AddService(grpc::Service* service);
@@ -575,6 +630,7 @@ class Server {
   std::vector<std::unique_ptr<detail::MethodBase>> methods_;
   std::vector<std::thread> workers_;
   ClientQueue* client_ = nullptr;
+  detail::OpGate gate_;
   bool stopped_ = false;
 };
 
