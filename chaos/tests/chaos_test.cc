@@ -10,6 +10,7 @@
 #include "epoch/chaos/faults.h"
 #include "epoch/chaos/lock_workload.h"
 #include "epoch/chaos/proxy_net.h"
+#include "epoch/chaos/register_workload.h"
 #include "epoch/chaos/watch_workload.h"
 #include "epoch/test_support/eventually.h"
 #include "epoch/test_support/temp_dir.h"
@@ -274,4 +275,61 @@ TEST_CASE("a member replaced at run time leads through its entry, and its links 
   std::string detail;
   CHECK((*cc)->CheckConverged(std::chrono::seconds(10), &detail).ok());
   CHECK(tc.CheckAlive().ok());
+}
+
+TEST_CASE("grow 3 -> 5 and shrink 5 -> 3 under a write load: the history is linearizable",
+          "[chaos][membership]") {
+  using std::chrono::seconds;
+  epoch::chaos::ChaosClusterOptions options{EPOCH_EPOCHD_PATH, 5, {}, 13, false};
+  options.initial_members = 3;
+  options.snapshot_count = 100;  // the new members join through snapshots
+  auto cc = epoch::chaos::ChaosCluster::Start(options);
+  REQUIRE(cc.ok());
+  epoch::test::TestCluster& tc = (*cc)->nodes();
+  REQUIRE(tc.WaitForLeader(seconds(10)).ok());
+  // Every slot's endpoint: clients whose member is not running (yet, or any more) move on.
+  epoch::chaos::RegisterWorkload load({(*cc)->ClientEndpoints(), 4, 16, "/reg/",
+                                       std::chrono::milliseconds(1000),
+                                       std::chrono::milliseconds(4), std::chrono::milliseconds(50),
+                                       std::chrono::milliseconds(2000), 13});
+  load.Start();
+  auto progresses = [&] {
+    const std::uint64_t before = load.completed_writes();
+    return epoch::test_support::Eventually([&] { return load.completed_writes() >= before + 20; },
+                                           seconds(20), epoch::test_support::kProcessPoll);
+  };
+  REQUIRE(progresses());
+  for (int slot : {3, 4}) {
+    auto name = (*cc)->AddLearner(slot, seconds(20));
+    INFO(name.status().ToString());
+    REQUIRE(name.ok());
+    epoch::Status promoted = (*cc)->PromoteWhenCaughtUp(slot, seconds(60));
+    INFO(promoted.ToString() << "\n" << tc.LogTail(slot));
+    REQUIRE(promoted.ok());
+    REQUIRE(progresses());
+  }
+  auto five = (*cc)->Members();
+  REQUIRE(five.ok());
+  CHECK(five->members_size() == 5);
+  // Shrink by two of the first members (the leader among them, when it is one).
+  for (int slot : {0, 1}) {
+    epoch::Status removed = (*cc)->RemoveMember(slot, seconds(30));
+    INFO(removed.ToString());
+    REQUIRE(removed.ok());
+    CHECK(tc.ExitStatus(slot) == 1);
+    REQUIRE(progresses());
+  }
+  load.Stop();
+  auto three = (*cc)->Members();
+  REQUIRE(three.ok());
+  CHECK(three->members_size() == 3);
+  epoch::chaos::RegisterReport report = load.Check(std::chrono::milliseconds(60'000));
+  INFO(report.lin.description);
+  CHECK(report.lin.Ok());
+  CHECK(report.serializable_violation.empty());
+  CHECK(report.ok > 100);
+  std::string detail;
+  epoch::Status converged = (*cc)->CheckConverged(seconds(20), &detail);
+  INFO(converged.ToString() << " " << detail);
+  CHECK(converged.ok());
 }

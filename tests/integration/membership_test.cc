@@ -351,6 +351,55 @@ TEST_CASE("a removed member exits 1, and again when restarted", "[integration][m
   }
 }
 
+// The leader stops replicating to a member once it applies the member's removal, so a member that
+// missed it may never apply it: it learns it from its peers (RemovalProbe). A paused member may
+// still get the commit (a heartbeat sent before the leader applied it): either way it exits 1.
+void CheckExitsRemoved(TestCluster& cluster, int victim, bool told_by_peers) {
+  REQUIRE(Eventually([&] { return !cluster.IsRunning(victim); }, std::chrono::seconds(30)));
+  CHECK(cluster.ExitStatus(victim) == 1);
+  const std::string log = cluster.LogTail(victim, 16384);
+  if (told_by_peers) {
+    CHECK_THAT(log, Catch::Contains(fmt::format("member {} was removed from cluster",
+                                                Hex(cluster.node(victim).member_id))));
+  }
+  CHECK_THAT(log, Catch::Contains("was removed from the cluster: stopping"));
+  for (int i = 0; i < 3; ++i) {
+    if (i == victim) continue;
+    EtcdctlOk(cluster, {"put", fmt::format("after/removal/{}", i), "v"}, {},
+              cluster.node(i).client_address());
+  }
+}
+
+TEST_CASE("a member removed while it was paused exits 1 once resumed",
+          "[integration][membership]") {
+  auto cluster = StartCluster();
+  Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  const int victim = (*leader + 1) % 3;
+  cluster->Pause(victim);
+  EtcdctlOk(*cluster, {"member", "remove", Hex(cluster->node(victim).member_id)}, {},
+            cluster->node(*leader).client_address());
+  for (int i = 0; i < 5; ++i) {
+    EtcdctlOk(*cluster, {"put", fmt::format("k{}", i), "v"}, {},
+              cluster->node(*leader).client_address());
+  }
+  cluster->Resume(victim);
+  CheckExitsRemoved(*cluster, victim, /*told_by_peers=*/false);
+}
+
+TEST_CASE("a member removed while it was down learns it from its peers once restarted",
+          "[integration][membership]") {
+  auto cluster = StartCluster();
+  Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  const int victim = (*leader + 1) % 3;
+  cluster->Kill(victim);
+  EtcdctlOk(*cluster, {"member", "remove", Hex(cluster->node(victim).member_id)}, {},
+            cluster->node(*leader).client_address());
+  REQUIRE(cluster->StartNode(victim).ok());
+  CheckExitsRemoved(*cluster, victim, /*told_by_peers=*/true);
+}
+
 TEST_CASE(
     "peer mTLS: a member added at runtime joins over TLS; another member's certificate "
     "cannot join or pose as it",
