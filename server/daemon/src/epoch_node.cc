@@ -344,10 +344,6 @@ Status EpochNode::Impl::Bootstrap() {
   raft::HardState hs{raft::kBootstrapTerm, raft::kNoNode, raft::kBootstrapIndex};
   EPOCH_RETURN_IF_ERROR(AwaitDurable(
       [&](wal::DurableCallback done) { return wal_->SaveHardState(hs, std::move(done)); }));
-  // From now on the IDs are the data directory's (member_join.h): a restart with an edited
-  // --initial-cluster, say after a member was replaced, stays in this cluster, as etcd's does.
-  EPOCH_RETURN_IF_ERROR(WriteJoinedIdentity(
-      config_.data_dir, JoinedIdentity{config_.cluster_id(), config_.self_id()}));
   spdlog::info("name={} node={:x} bootstrapped a new member of a {}-voter cluster", config_.name,
                config_.self_id(), voters.size());
   return Status::Ok();

@@ -156,17 +156,14 @@ Status PrepareMembership(NodeConfig* config, bool fresh) {
   if (!known.ok()) return known.status();
   if (known->has_value()) {
     AdoptIdentity(config, **known);
-    spdlog::info("name={} node={:x} member of cluster {:x} ({}/{})", config->name,
+    spdlog::info("name={} node={:x} joined cluster {:x} ({}/{})", config->name,
                  (*known)->member_id.value(), (*known)->cluster_id, config->data_dir,
                  kIdentityFile);
     return Status::Ok();
   }
   if (!fresh) {
     if (config->join_existing) config->join_existing = false;  // a restart on its own data
-    // A log without the file (the member stopped between its bootstrap and recording it): the
-    // IDs are the flags', recorded now.
-    return WriteJoinedIdentity(config->data_dir,
-                               JoinedIdentity{config->cluster_id(), config->self_id()});
+    return Status::Ok();
   }
   // The join handshake runs over peer TLS like every peer connection.
   std::shared_ptr<PeerTls> tls;

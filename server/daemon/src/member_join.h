@@ -10,11 +10,8 @@
 //   (etcdctl member add). It asks the peers in --initial-cluster for the cluster ID, its member
 //   ID (the member added with its peer URLs) and the member table, records the two IDs in
 //   <data-dir>/member, and starts with an empty log: the leader sends it a snapshot.
-// - a data directory with <data-dir>/member: a restart: the IDs come from that file, whatever
-//   the flags say (an --initial-cluster edited after a member was replaced does not move the
-//   member to another cluster ID). A member records it when it joins, and when it bootstraps
-//   (EpochNode, once the bootstrap snapshot is durable); a restart on a log without it records
-//   the IDs the flags give.
+// - a data directory with <data-dir>/member: a member that joined, restarting: the IDs come from
+//   that file, whatever the flags say.
 //
 // Threading: called once on the starting thread, before the node is built.
 #pragma once
@@ -29,8 +26,7 @@
 
 namespace epoch::server {
 
-// <data-dir>/member: "cluster_id <hex>\nmember_id <hex>\n", written once when a member joins or
-// bootstraps.
+// <data-dir>/member: "cluster_id <hex>\nmember_id <hex>\n", written once when a member joins.
 struct JoinedIdentity {
   std::uint64_t cluster_id = 0;
   NodeId member_id;
