@@ -143,17 +143,20 @@ void Raft::ApplyConfChangeEntry(const Entry& entry) {
 
 void Raft::StepDownAfterRemoval() {
   // Dissertation §4.2.2: a removed leader steps down once the change is committed. Hand over to
-  // the most up-to-date remaining voter at once rather than waiting for an election timeout.
+  // the most up-to-date remaining voter at once rather than waiting for an election timeout —
+  // also when it has not acknowledged the newest entries (under a write load it rarely has): the
+  // election rules still decide, so a target missing an entry another voter holds loses the
+  // election it starts, and the others elect as they would have without the hand-over.
   NodeId best = kNoNode;
   LogIndex best_match;
   for (NodeId voter : conf_.voters) {
     auto it = progress_.find(voter);
-    if (it != progress_.end() && it->second.match > best_match) {
+    if (it != progress_.end() && (best == kNoNode || it->second.match > best_match)) {
       best = voter;
       best_match = it->second.match;
     }
   }
-  if (best != kNoNode && best_match == log_.LastIndex()) SendTimeoutNow(best);
+  if (best != kNoNode) SendTimeoutNow(best);
   Log(LogLevel::kInfo, "removed from the configuration: stepping down");
   BecomeFollower(term_, kNoNode);
 }

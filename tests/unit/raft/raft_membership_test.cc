@@ -194,6 +194,31 @@ TEST_CASE("remove the leader: it steps down once applied and hands over with Tim
   CHECK(c.node(1).role() == Role::kFollower);
 }
 
+// Regression: the hand-over waited for a voter holding the leader's last entry, so under a write
+// load (an entry newer than the removal always unacknowledged) it never happened and the cluster
+// sat out an election timeout (integration "a learner joins ..., the leader leaves" flaked).
+TEST_CASE("remove the leader: it hands over although its newest entry is not acknowledged",
+          "[raft][membership]") {
+  TestCluster c(3);
+  c.BootAndElect(1);
+  const Term term = c.node(1).term();
+  REQUIRE(c.node(1).ProposeConfChange(Change(ConfChangeType::kRemoveNode, 1)).ok());
+  c.Process(1);
+  c.DeliverQueued();  // the followers store the removal ...
+  c.Process(2);
+  c.Process(3);
+  // ... and an entry after it is appended before their acknowledgements arrive: when the removal
+  // is applied, no voter holds the leader's last entry.
+  REQUIRE(c.node(1).Propose({"after-removal"}).ok());
+  c.Stabilize();
+  REQUIRE(c.CountSent(MessageType::kTimeoutNow, 1) == 1);
+  CHECK(c.node(1).role() == Role::kFollower);
+  const NodeId next = c.Leader();  // no tick passed
+  REQUIRE(next != kNoNode);
+  CHECK(next != Id(1));
+  CHECK(c.node(next.value()).term() == term.Next());
+}
+
 TEST_CASE("remove the leader: a TimeoutNow that beats the removal's apply still hands over",
           "[raft][membership]") {
   TestCluster c(3);
