@@ -752,6 +752,9 @@ HttpReply EpochNode::Impl::Metrics() {
   m.Counter("epoch_wal_fsyncs_total", "WAL group-commit fdatasyncs.", w.frames);
   m.Counter("epoch_wal_bytes_total", "Bytes written to the WAL.", w.frame_bytes);
   m.Histogram("epoch_wal_fsync_seconds", "WAL fdatasync latency.", fsync_latency_);
+  m.Counter("epoch_removal_probes_total",
+            "Rounds of asking the peers whether this member was removed (leaderless too long).",
+            removal_probe_ ? removal_probe_->probes() : 0);
   store_->RenderMetrics(m);
   context_->space_quota().RenderMetrics(m);
   snapshots_->RenderMetrics(m);

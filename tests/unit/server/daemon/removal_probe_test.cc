@@ -81,6 +81,7 @@ TEST_CASE("removal probe: a member with a leader asks no one") {
   std::this_thread::sleep_for(300ms);  // many check periods, well past `quiet`
   CHECK(f.asked == 0);
   CHECK(f.removed == 0);
+  CHECK(f.probe->probes() == 0);
 }
 
 TEST_CASE("removal probe: leaderless, it asks each peer and stops on a removal notice") {
@@ -89,6 +90,7 @@ TEST_CASE("removal probe: leaderless, it asks each peer and stops on a removal n
   f.probe->Start();
   REQUIRE(Eventually([&] { return f.asked >= 4; }));  // two probes, both peers each
   CHECK(f.removed == 0);
+  CHECK(f.probe->probes() >= 2);  // epoch_removal_probes_total
   {
     std::lock_guard lock(f.mu);
     CHECK(f.last_request.member_id() == kSelf.value());
