@@ -370,9 +370,21 @@ void CheckExitsRemoved(TestCluster& cluster, int victim, bool told_by_peers) {
   }
 }
 
+// Every member listed as started: a removal is refused (--strict-reconfig-check) while the
+// members left would not be a started quorum.
+void AwaitAllStarted(const TestCluster& cluster) {
+  REQUIRE(Eventually([&] {
+    const auto rows = MemberRows(cluster);
+    return rows.size() == 3 && std::all_of(rows.begin(), rows.end(), [](const auto& row) {
+             return row.second.at(0) == "started";
+           });
+  }));
+}
+
 TEST_CASE("a member removed while it was paused exits 1 once resumed",
           "[integration][membership]") {
   auto cluster = StartCluster();
+  AwaitAllStarted(*cluster);
   Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
   REQUIRE(leader.ok());
   const int victim = (*leader + 1) % 3;
@@ -390,6 +402,7 @@ TEST_CASE("a member removed while it was paused exits 1 once resumed",
 TEST_CASE("a member removed while it was down learns it from its peers once restarted",
           "[integration][membership]") {
   auto cluster = StartCluster();
+  AwaitAllStarted(*cluster);
   Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
   REQUIRE(leader.ok());
   const int victim = (*leader + 1) % 3;
