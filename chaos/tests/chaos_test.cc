@@ -243,7 +243,9 @@ TEST_CASE("a member replaced at run time leads through its entry, and its links 
   auto members = (*cc)->Members();
   REQUIRE(members.ok());
   CHECK(members->members_size() == 3);
-  REQUIRE(tc.WaitHealthy(std::chrono::seconds(20)).ok());
+  auto healthy = tc.WaitHealthy(std::chrono::seconds(20));
+  INFO(healthy.status().ToString());
+  REQUIRE(healthy.ok());
   // The others dial it at its entry, attributed to their links (not the unfaulted path).
   for (int j = 0; j < 3; ++j) {
     if (j != slot) CHECK((*cc)->net().accepted(j, slot) >= 1);
