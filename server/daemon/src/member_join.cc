@@ -205,9 +205,9 @@ Status PrepareMembership(NodeConfig* config, bool fresh) {
 
 raftpb::JoinResponse AnswerJoin(const NodeConfig& config, const KvStore& store,
                                 const raftpb::JoinRequest& request) {
-  raftpb::JoinResponse answer;
   MemberTablePtr table = store.MemberTable();
   if (request.member_id() != 0) return AnswerRemovalProbe(config, *table, request.member_id());
+  raftpb::JoinResponse answer;
   const v1::ClusterMember* found = nullptr;
   const v1::ClusterMember* removed = nullptr;
   for (const v1::ClusterMember& m : table->members()) {

@@ -113,20 +113,13 @@ void PeerMembership::MarkRemovedLocked() {
 
 std::vector<std::pair<NodeId, HostPort>> PeerMembership::Dialled() const {
   std::lock_guard lock(mu_);
-  std::vector<std::pair<NodeId, HostPort>> out;
-  for (const auto& [id, text] : dialled_) {
-    if (Result<HostPort> address = ParseHostPort(text); address.ok()) {
-      out.emplace_back(id, *address);
-    }
-  }
-  return out;
+  return {dialled_.begin(), dialled_.end()};
 }
 
 void PeerMembership::Dial(NodeId id, const HostPort& address) {
-  std::string text = address.ToString();
   auto it = dialled_.find(id);
-  if (it != dialled_.end() && it->second == text) return;
-  dialled_[id] = text;
+  if (it != dialled_.end() && it->second == address) return;
+  dialled_[id] = address;
   transport_.SetPeer(id, {address.host, address.port});
 }
 

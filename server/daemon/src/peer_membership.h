@@ -78,8 +78,8 @@ class PeerMembership {
   PeerFrameGate& gate_;
   const std::function<void()> on_removed_;
   mutable std::mutex mu_;
-  bool removed_ = false;                   // guarded by mu_
-  std::map<NodeId, std::string> dialled_;  // guarded by mu_: the address each peer is dialled at
+  bool removed_ = false;                // guarded by mu_
+  std::map<NodeId, HostPort> dialled_;  // guarded by mu_: the address each peer is dialled at
 };
 
 }  // namespace epoch::server
