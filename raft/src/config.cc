@@ -2,20 +2,47 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace epoch::raft {
 
+namespace {
+
+// raft/DESIGN.md §4: lease <= floor / (1 + ρ) - ε. The follower's clock may run up to (1 + ρ)
+// times faster than the leader's, and ε (>= 1 tick) absorbs tick quantization.
+std::int64_t DerivedLease(std::int64_t floor, double drift, std::int64_t margin) {
+  const double bound = static_cast<double>(floor) / (1.0 + drift);
+  return static_cast<std::int64_t>(std::floor(bound)) - margin;
+}
+
+}  // namespace
+
 std::int64_t Config::MaxSafeLeaseTicks() const {
-  // raft/DESIGN.md §4: lease <= floor / (1 + ρ) - ε. The follower's clock may run up to (1 + ρ)
-  // times faster than the leader's, and ε (>= 1 tick) absorbs tick quantization.
-  const double bound = static_cast<double>(election_timeout_min_ticks) / (1.0 + max_clock_drift);
-  return static_cast<std::int64_t>(std::floor(bound)) - lease_margin_ticks;
+  return DerivedLease(election_timeout_min_ticks, max_clock_drift, lease_margin_ticks);
 }
 
 std::int64_t Config::EffectiveLeaseTicks() const {
-  if (mutations.lease_without_drift_margin) return election_timeout_min_ticks;
-  return lease_ticks != 0 ? lease_ticks : MaxSafeLeaseTicks();
+  return LeaseTicksFor(election_timeout_min_ticks);
+}
+
+std::int64_t Config::LeaseTicksFor(std::int64_t floor) const {
+  if (mutations.lease_without_drift_margin) return floor;
+  const std::int64_t derived = DerivedLease(floor, max_clock_drift, lease_margin_ticks);
+  return lease_ticks != 0 ? std::min(lease_ticks, derived) : derived;
+}
+
+Timing Config::timing() const {
+  return Timing{heartbeat_ticks, election_timeout_min_ticks, election_jitter_ticks,
+                max_election_timeout_ticks, max_clock_drift};
+}
+
+void Config::SetTiming(const Timing& timing) {
+  heartbeat_ticks = timing.heartbeat_ticks;
+  election_timeout_min_ticks = timing.election_timeout_min_ticks;
+  election_jitter_ticks = timing.election_jitter_ticks;
+  max_election_timeout_ticks = timing.max_election_timeout_ticks;
+  max_clock_drift = timing.max_clock_drift;
 }
 
 std::int64_t Config::EffectiveTransferTimeoutTicks() const {
@@ -80,6 +107,10 @@ Status ValidateTiming(const Config& c) {
   if (c.durability_stall_ticks < 1) {
     return Invalid(
         fmt::format("durability_stall_ticks ({}) must be at least 1", c.durability_stall_ticks));
+  }
+  if (c.boot_withhold_ticks < 0) {
+    return Invalid(
+        fmt::format("boot_withhold_ticks ({}) must not be negative", c.boot_withhold_ticks));
   }
   if (c.transfer_timeout_ticks < 0) {
     return Invalid(

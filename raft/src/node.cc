@@ -46,6 +46,7 @@ TransferOutcome Node::TransferLeadership(NodeId target) {
   return raft_->TransferLeadership(target);
 }
 void Node::Campaign() { raft_->Campaign(); }
+epoch::Status Node::UpdateTiming(const Timing& timing) { return raft_->UpdateTiming(timing); }
 void Node::ReportSnapshot(NodeId peer, bool ok) { raft_->ReportSnapshot(peer, ok); }
 void Node::ReportUnreachable(NodeId peer) { raft_->ReportUnreachable(peer); }
 

@@ -68,6 +68,8 @@ struct Progress {
   bool learner = false;
   // Highest heartbeat round the peer acknowledged (leader lease, ReadIndex).
   std::uint64_t acked_round = 0;
+  // The election floor of the peer's latest answer (0: none yet in this term).
+  std::int64_t reported_floor = 0;
   Inflights inflights;
 
   void BecomeProbe();

@@ -10,7 +10,6 @@ namespace epoch::raft {
 Raft::Raft(const Config& config, const LogReader& log, std::uint64_t seed)
     : id_(config.id),
       config_(config),
-      lease_ticks_(config.EffectiveLeaseTicks()),
       logger_(config.logger),
       rng_(seed),
       log_(log, id_, term_),
@@ -31,6 +30,7 @@ Raft::Raft(const Config& config, const LogReader& log, std::uint64_t seed)
   RedrawElectionTimeout();
   // Boot counts as leader contact (see ticks_since_leader_contact_).
   ticks_since_leader_contact_ = 0;
+  hold_until_tick_ = config.boot_withhold_ticks;
   prev_soft_ = soft_state();
   prev_hard_ = HardState{hs.term, hs.vote, hs.commit};
   Log(LogLevel::kInfo, "started: term {} vote {} commit {} applied {} last {} voters {}", term_,
@@ -302,6 +302,7 @@ void Raft::TickElection() {
   MaybeAdaptElectionTimeout();
   if (!Promotable() || election_elapsed_ < randomized_election_timeout_) return;
   if (DeferCampaignAfterGrant()) return;  // checked again next tick
+  if (now_ < hold_until_tick_) return;    // a lowered floor's hold (UpdateTiming)
   election_elapsed_ = 0;
   // The previous election we took part in produced no leader: back off (split votes).
   if (campaigned_without_leader_) BackOffElectionTimeout();
@@ -350,6 +351,10 @@ void Raft::Send(Message m) {
   m.from = id_;
   // PreVote carries the term it would campaign at; a granted PreVoteResponse echoes it.
   if (m.type != MessageType::kPreVote && m.type != MessageType::kPreVoteResponse) m.term = term_;
+  // Answers to a leader carry the floor we withhold votes for after its message (QuorumFloor).
+  if (m.type == MessageType::kAppendEntriesResponse || m.type == MessageType::kHeartbeatResponse) {
+    m.floor = config_.election_timeout_min_ticks;
+  }
   bool after_persist = false;
   switch (m.type) {
     case MessageType::kRequestVote:
@@ -384,6 +389,7 @@ NodeStatus Raft::Status() const {
   s.election_timeout_base_ticks = timeout_base_;
   s.lease_valid = LeaseValid();
   s.lease_expiry_tick = lease_expiry_tick_;
+  s.timing = config_.timing();
   s.transfer_target = transfer_target_;
   for (const auto& [id, pr] : progress_) {
     PeerStatus p;
@@ -397,6 +403,7 @@ NodeStatus Raft::Status() const {
     p.pending_snapshot = pr.pending_snapshot;
     p.recent_active = pr.recent_active;
     p.acked_round = pr.acked_round;
+    p.reported_floor = pr.reported_floor;
     s.progress.push_back(p);
   }
   return s;

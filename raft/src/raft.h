@@ -51,6 +51,7 @@ class Raft {
   ReadIndexOutcome ReadIndex(std::uint64_t context);
   TransferOutcome TransferLeadership(NodeId target);
   void Campaign();
+  epoch::Status UpdateTiming(const Timing& timing);
   void ReportSnapshot(NodeId peer, bool ok);
   void ReportUnreachable(NodeId peer);
 
@@ -165,6 +166,7 @@ class Raft {
   ReadIndexOutcome ServeRead(std::uint64_t context, NodeId from);
   void RespondRead(std::uint64_t context, NodeId from, LogIndex index, bool via_lease);
   void ReleaseReadsAwaitingCommit();
+  [[nodiscard]] std::int64_t QuorumFloor(std::uint64_t round) const;
   [[nodiscard]] bool CommittedInCurrentTerm() const;
 
   // raft_membership.cc
@@ -175,8 +177,7 @@ class Raft {
 
   // --- Identity and configuration. ---
   const NodeId id_;
-  const Config config_;
-  const std::int64_t lease_ticks_;
+  Config config_;  // timing fields change through UpdateTiming
   Logger* const logger_;
   Rng rng_;
 
@@ -204,6 +205,10 @@ class Raft {
   // pre-votes are withheld while it is below the election floor: a node may have acknowledged a
   // leader's heartbeat just before it restarted, so boot counts as contact.
   std::int64_t ticks_since_leader_contact_ = 0;
+  // Until this tick we neither grant (pre)votes nor campaign, whatever the floor: set when the
+  // floor is lowered (the last leader contact was answered with the old one) and at boot
+  // (Config::boot_withhold_ticks).
+  std::int64_t hold_until_tick_ = 0;
   std::int64_t last_leader_message_tick_ = -1;
   NodeId last_leader_from_;  // sender and term of that message: gaps are measured per leader term
   Term last_leader_term_;

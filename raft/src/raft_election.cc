@@ -81,7 +81,8 @@ bool Raft::ShouldWithholdVote(const Message& m) const {
   if (role_ == Role::kLeader) return true;
   // raft/DESIGN.md §4: the leader lease assumes no voter helps elect a new leader within the
   // election floor after it heard from the current one.
-  return ticks_since_leader_contact_ < config_.election_timeout_min_ticks;
+  return ticks_since_leader_contact_ < config_.election_timeout_min_ticks ||
+         now_ < hold_until_tick_;
 }
 
 // Split votes. Two survivors of a dead leader whose timers fire within a round trip of each other
@@ -259,6 +260,31 @@ void Raft::ObservePersistLatency(std::int64_t ticks) {
   // Not filtered: a disk slower than the timeout is exactly what must raise it (up to the cap).
   persist_latency_ticks_.Observe(ticks, now_);
   MaybeAdaptElectionTimeout();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing changes at run time (node.h UpdateTiming; raft/DESIGN.md §4 "Changing the floor").
+
+epoch::Status Raft::UpdateTiming(const Timing& timing) {
+  Config next = config_;
+  next.SetTiming(timing);
+  if (epoch::Status valid = next.Validate(); !valid.ok()) return valid;
+  const std::int64_t old_floor = config_.election_timeout_min_ticks;
+  if (timing.election_timeout_min_ticks < old_floor &&
+      !config_.mutations.lower_floor_without_hold) {
+    // Our answer to the last leader message carried the old floor, and that leader's lease may
+    // count on it: keep withholding for the old floor after that contact.
+    const std::int64_t last_contact = now_ - ticks_since_leader_contact_;
+    hold_until_tick_ = std::max(hold_until_tick_, last_contact + old_floor);
+  }
+  config_ = next;
+  timeout_base_ = std::clamp(timeout_base_, config_.election_timeout_min_ticks,
+                             config_.max_election_timeout_ticks);
+  RedrawElectionTimeout();
+  Log(LogLevel::kInfo, "timing: heartbeat {} floor {} -> {} jitter {} cap {} drift {}",
+      timing.heartbeat_ticks, old_floor, timing.election_timeout_min_ticks,
+      timing.election_jitter_ticks, timing.max_election_timeout_ticks, timing.max_clock_drift);
+  return epoch::Status::Ok();
 }
 
 }  // namespace epoch::raft

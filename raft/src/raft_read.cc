@@ -41,12 +41,29 @@ void Raft::UpdateQuorumRound() {
   // Lease start = SEND time of the round a quorum acknowledged: each of those voters heard from
   // us no earlier than that, so none helps elect another leader for a floor of its own ticks.
   if (std::optional<std::int64_t> sent = rounds_.SentTick(round)) {
-    lease_expiry_tick_ = std::max(lease_expiry_tick_, *sent + lease_ticks_);
+    const std::int64_t lease = config_.LeaseTicksFor(QuorumFloor(round));
+    lease_expiry_tick_ = std::max(lease_expiry_tick_, *sent + lease);
   }
   rounds_.ForgetBefore(round);
   for (const PendingRead& read : read_only_.Release(round)) {
     RespondRead(read.context, read.from, read.index, /*via_lease=*/false);
   }
+}
+
+// The smallest election floor among the voters that acknowledged `round` (a quorum, ourselves
+// included), as each last reported it. Every one of them withholds its vote for at least that
+// long after the latest message it answered (UpdateTiming holds a lowered floor's old value for
+// the contact it was answered with), so a lease derived from it holds while members change their
+// floors one by one.
+std::int64_t Raft::QuorumFloor(std::uint64_t round) const {
+  std::int64_t floor = config_.election_timeout_min_ticks;
+  if (config_.mutations.lease_from_own_floor) return floor;
+  for (NodeId voter : conf_.voters) {
+    auto it = progress_.find(voter);
+    if (voter == id_ || it == progress_.end() || it->second.acked_round < round) continue;
+    floor = std::min(floor, it->second.reported_floor);
+  }
+  return floor;
 }
 
 ReadIndexOutcome Raft::ReadIndex(std::uint64_t context) {

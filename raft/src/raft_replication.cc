@@ -136,6 +136,7 @@ void Raft::AfterCommitAdvanced() {
 
 void Raft::HandleAppendResponse(const Message& m, Progress& pr) {
   pr.recent_active = true;
+  pr.reported_floor = m.floor;
   AckRound(pr, m.round);
   if (m.reject) {
     // Fast backtracking: jump to the largest index of our log that may match the follower's
@@ -176,6 +177,7 @@ void Raft::HandleAppendResponse(const Message& m, Progress& pr) {
 void Raft::HandleHeartbeatResponse(const Message& m, Progress& pr) {
   pr.recent_active = true;
   pr.probe_sent = false;
+  pr.reported_floor = m.floor;
   AckRound(pr, m.round);
   if (role_ != Role::kLeader) return;
   // A full window of lost messages would stall the peer: free one slot per heartbeat answer.

@@ -50,6 +50,7 @@ void Simulation::InjectFault() {
     case FaultKind::kStalledLeaderDisk: InjectDiskFault(kind); break;
     case FaultKind::kLeaderTransfer: InjectTransfer(); break;
     case FaultKind::kMembershipChange: InjectMembershipChange(); break;
+    case FaultKind::kTimingChange: InjectTimingChange(); break;
   }
 }
 
@@ -309,6 +310,33 @@ void Simulation::InjectMembershipChange() {
   if (joining >= 0) {
     ++next_spare_;
     StartNode(joining);
+  }
+}
+
+// A cluster timing change as the server rolls one out: every member adopts it when it applies the
+// change, each at its own moment and in no particular order (the leader first or last), crashed
+// members when they restart. The floor moves between 9 and 30 ticks; the heartbeat stays at or
+// below a third of it.
+void Simulation::InjectTimingChange() {
+  static constexpr std::int64_t kFloors[] = {9, 12, 15, 20, 30};
+  raft::Timing timing = NodeConfig(0).timing();
+  timing.election_timeout_min_ticks = kFloors[nemesis_rng_.Below(5)];
+  timing.heartbeat_ticks = std::min<std::int64_t>(5, timing.election_timeout_min_ticks / 3);
+  timing.election_jitter_ticks = timing.election_timeout_min_ticks;
+  timing.max_election_timeout_ticks = 4 * timing.election_timeout_min_ticks;
+  const auto change = static_cast<std::uint64_t>(timing_changes_.size());
+  timing_changes_.push_back(timing);
+  ++faults_[static_cast<std::size_t>(FaultKind::kTimingChange)];
+  Trace(fmt::format("timing change {}: floor {} heartbeat {}", change,
+                    timing.election_timeout_min_ticks, timing.heartbeat_ticks));
+  const std::int64_t spread = 3 * timing.election_timeout_min_ticks * options_.tick_us;
+  for (int i = 0; i < slots_; ++i) {
+    Event apply;
+    apply.time = now_ + (nemesis_rng_.Chance(0.25) ? 0 : nemesis_rng_.Range(0, spread));
+    apply.kind = EventKind::kTimingApply;
+    apply.target = i;
+    apply.tag = change;
+    Push(std::move(apply));
   }
 }
 

@@ -20,6 +20,7 @@ std::string_view FaultKindName(FaultKind kind) {
     case FaultKind::kStalledLeaderDisk: return "stalled-leader-disk";
     case FaultKind::kLeaderTransfer: return "leader-transfer";
     case FaultKind::kMembershipChange: return "membership-change";
+    case FaultKind::kTimingChange: return "timing-change";
   }
   return "?";
 }
@@ -34,6 +35,8 @@ std::string_view MutationName(Mutation mutation) {
     case Mutation::kReplyBeforePersist: return "reply_before_persist";
     case Mutation::kReadIndexWithoutQuorum: return "read_index_without_quorum";
     case Mutation::kApplyBeforeDurable: return "apply_before_durable";
+    case Mutation::kLeaseFromOwnFloor: return "lease_from_own_floor";
+    case Mutation::kLowerFloorWithoutHold: return "lower_floor_without_hold";
   }
   return "?";
 }

@@ -32,8 +32,9 @@ enum class FaultKind : std::uint8_t {
   kStalledLeaderDisk,        // the leader's disk completes nothing for a while
   kLeaderTransfer,           // TransferLeadership to a random voter
   kMembershipChange,         // remove a voter / add it back as a learner / promote it
+  kTimingChange,             // a new election floor reaches each node at its own moment
 };
-inline constexpr int kFaultKindCount = 14;
+inline constexpr int kFaultKindCount = 15;
 [[nodiscard]] std::string_view FaultKindName(FaultKind kind);
 
 // Deliberate bugs in the core (raft::Config::Mutations), to show the checkers can fail.
@@ -46,8 +47,10 @@ enum class Mutation : std::uint8_t {
   kReplyBeforePersist,
   kReadIndexWithoutQuorum,
   kApplyBeforeDurable,
+  kLeaseFromOwnFloor,
+  kLowerFloorWithoutHold,
 };
-inline constexpr int kMutationCount = 8;
+inline constexpr int kMutationCount = 10;
 [[nodiscard]] std::string_view MutationName(Mutation mutation);
 [[nodiscard]] std::optional<Mutation> ParseMutation(std::string_view name);
 

@@ -110,6 +110,14 @@ void Simulation::AdjustForMutation() {
       s.rho = 0.5;
       SetWeight(s, FaultKind::kPartitionLeaderIsolated, 10);
       break;
+    case Mutation::kLeaseFromOwnFloor:
+    case Mutation::kLowerFloorWithoutHold:
+      // Floors change often, node by node, while leaders get cut from their followers: a lease
+      // longer than some quorum member's floor, or a floor lowered under a running lease, lets
+      // the followers elect a new leader while the old one still reads from its lease.
+      SetWeight(s, FaultKind::kTimingChange, 10);
+      SetWeight(s, FaultKind::kPartitionLeaderIsolated, 6);
+      break;
     case Mutation::kApplyBeforeDurable:
       // Followers get entries and the commit index that covers them in one append: slow disks
       // leave them applied before they are written.
@@ -134,6 +142,8 @@ raft::Config Simulation::NodeConfig(int index) const {
   m.reply_before_persist = options_.mutation == Mutation::kReplyBeforePersist;
   m.read_index_without_quorum = options_.mutation == Mutation::kReadIndexWithoutQuorum;
   m.apply_before_durable = options_.mutation == Mutation::kApplyBeforeDurable;
+  m.lease_from_own_floor = options_.mutation == Mutation::kLeaseFromOwnFloor;
+  m.lower_floor_without_hold = options_.mutation == Mutation::kLowerFloorWithoutHold;
   Status valid = c.Validate();
   if (!valid.ok()) {
     fmt::print(stderr, "simulator built an invalid raft::Config: {}\n", valid.ToString());

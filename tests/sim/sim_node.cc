@@ -37,6 +37,15 @@ void SimNode::Start() {
   Drive();
 }
 
+void SimNode::UpdateTiming(const raft::Timing& timing) {
+  raft::Config next = config_;
+  next.SetTiming(timing);
+  next.boot_withhold_ticks = config_.election_timeout_min_ticks;
+  if (!next.Validate().ok()) return;
+  if (core_ != nullptr && !core_->UpdateTiming(timing).ok()) return;
+  config_ = next;
+}
+
 void SimNode::Crash() {
   ++incarnation_;
   core_.reset();

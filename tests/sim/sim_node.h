@@ -123,6 +123,10 @@ class SimNode {
   // A stalled or slow disk recovered: the write in flight completes after a normal latency.
   void RecoverDisk();
   void TransferLeadership(NodeId target);
+  // A cluster timing change reached this node: the core adopts it now if up, and the node starts
+  // with it from now on, withholding at start for the floor it replaced (the driver keeps both,
+  // as the server keeps the cluster setting and the one before it).
+  void UpdateTiming(const raft::Timing& timing);
   raft::ProposeResult ProposeConfChange(const raft::ConfChange& change);
   // The out-of-band snapshot transfer to `peer` finished (ok) or failed.
   void ReportSnapshot(NodeId peer, bool ok, std::uint64_t incarnation);

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
                  "deliberate core bug: none, no_election_restriction, "
                  "commit_prior_term_by_counting, lease_without_drift_margin, "
                  "vote_while_leader_live, reply_before_persist, read_index_without_quorum, "
-                 "apply_before_durable");
+                 "apply_before_durable, lease_from_own_floor, lower_floor_without_hold");
   app.add_flag("--failover", failover, "measure leader-crash failover time (3 and 5 nodes)");
   app.add_option("--trials", trials, "failover trials per cluster size");
   app.add_option("--jobs", jobs, "worker threads for multi-seed runs");

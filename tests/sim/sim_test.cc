@@ -91,6 +91,12 @@ TEST_CASE("mutation read_index_without_quorum is caught", "[sim][mutation]") {
 TEST_CASE("mutation apply_before_durable is caught", "[sim][mutation]") {
   ExpectCaught(Mutation::kApplyBeforeDurable);
 }
+TEST_CASE("mutation lease_from_own_floor is caught", "[sim][mutation]") {
+  ExpectCaught(Mutation::kLeaseFromOwnFloor);
+}
+TEST_CASE("mutation lower_floor_without_hold is caught", "[sim][mutation]") {
+  ExpectCaught(Mutation::kLowerFloorWithoutHold);
+}
 
 // Failover in simulated time (deterministic): leader crash -> a new leader committed in its term,
 // at the core's default timing on a quiet LAN. The goal: p99 < 450 ms, p50 < 250 ms.

@@ -264,6 +264,10 @@ void Simulation::Dispatch(Event& event) {
       UpdateMembers();
       Trace(fmt::format("node {} retired (removed from the configuration)", event.target + 1));
       return;
+    case EventKind::kTimingApply:
+      if (retired_[event.target]) return;
+      nodes_[event.target]->UpdateTiming(timing_changes_[event.tag]);
+      return;
     case EventKind::kRestart: {
       SimNode& node = *nodes_[event.target];
       if (node.up() || retired_[event.target]) return;

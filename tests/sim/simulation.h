@@ -103,6 +103,7 @@ class Simulation final : public NodeHost {
     kRestart,
     kReportSnapshot,
     kRetire,
+    kTimingApply,  // tag: index into timing_changes_
   };
   struct Event {
     std::int64_t time = 0;
@@ -133,6 +134,7 @@ class Simulation final : public NodeHost {
   void InjectDiskFault(FaultKind kind);
   void InjectTransfer();
   void InjectMembershipChange();
+  void InjectTimingChange();
   void StartNode(int index);
   void UpdateMembers();
   std::uint64_t AddHeal(std::function<void()> heal);
@@ -179,6 +181,7 @@ class Simulation final : public NodeHost {
   std::uint64_t partition_heal_ = 0;  // heal id of the active partition (0 = none)
   std::uint64_t link_heal_ = 0;       // heal id of the active link fault (0 = none)
   std::array<std::uint64_t, kFaultKindCount> faults_{};
+  std::vector<raft::Timing> timing_changes_;  // every timing change injected, in order
   std::int64_t liveness_us_ = -1;
   bool calm_ = false;  // failover measurement: a quiet LAN, no faults
 

@@ -54,7 +54,7 @@ raft::ConfState DecodeConf(const raftpb::ConfState& in) {
 
 // A field added to raft::Message changes its size: map it in both functions below, then update
 // this number. (The round-trip tests compare every field, but only those they set.)
-static_assert(sizeof(raft::Message) == 192, "raft::Message changed: update the peer codec");
+static_assert(sizeof(raft::Message) == 200, "raft::Message changed: update the peer codec");
 
 // Terms and indexes at or above raft::kMaxPlausibleValue are refused: adopted and persisted, a
 // term near 2^64 would wrap and no leader could be elected again.
@@ -69,6 +69,7 @@ Status CheckNumbers(const raftpb::Message& in) {
   EPOCH_RETURN_IF_ERROR(CheckPlausible("index", in.index()));
   EPOCH_RETURN_IF_ERROR(CheckPlausible("commit", in.commit()));
   EPOCH_RETURN_IF_ERROR(CheckPlausible("reject hint", in.reject_hint()));
+  EPOCH_RETURN_IF_ERROR(CheckPlausible("floor", in.floor()));
   for (const raftpb::Entry& pe : in.entries()) {
     EPOCH_RETURN_IF_ERROR(CheckPlausible("entry term", pe.term()));
     EPOCH_RETURN_IF_ERROR(CheckPlausible("entry index", pe.index()));
@@ -96,6 +97,7 @@ void EncodeMessage(const raft::Message& m, raftpb::Message* out) {
   out->set_read_context(m.context);
   out->set_transfer(m.transfer);
   out->set_via_lease(m.via_lease);
+  out->set_floor(static_cast<std::uint64_t>(m.floor));
   out->mutable_entries()->Reserve(static_cast<int>(m.entries.size()));
   for (const raft::Entry& e : m.entries) {
     raftpb::Entry* pe = out->add_entries();
@@ -134,6 +136,7 @@ Result<raft::Message> DecodeMessage(const raftpb::Message& in) {
   m.context = in.read_context();
   m.transfer = in.transfer();
   m.via_lease = in.via_lease();
+  m.floor = static_cast<std::int64_t>(in.floor());
   m.entries.reserve(static_cast<std::size_t>(in.entries_size()));
   for (const raftpb::Entry& pe : in.entries()) {
     if (pe.type() != raftpb::ENTRY_NORMAL && pe.type() != raftpb::ENTRY_CONF_CHANGE) {

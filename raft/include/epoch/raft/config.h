@@ -18,6 +18,18 @@ namespace epoch::raft {
 
 class Logger;
 
+// The timing parameters a running node can change (Node::UpdateTiming). The server keeps them as
+// cluster settings in its replicated state and hands every member the same values; the tick
+// period itself is the driver's and never changes while a node runs.
+struct Timing {
+  std::int64_t heartbeat_ticks = 5;
+  std::int64_t election_timeout_min_ticks = 15;
+  std::int64_t election_jitter_ticks = 15;
+  std::int64_t max_election_timeout_ticks = 60;
+  double max_clock_drift = 0.05;
+  friend bool operator==(const Timing&, const Timing&) = default;
+};
+
 struct Config {
   // Deliberate bugs for the simulator's self-test (the checkers must be able to fail).
   // All false in production; Validate() does not look at them. Each one breaks exactly one
@@ -40,11 +52,18 @@ struct Config {
     // Report every committed entry as durable (Ready::durable_committed), so the driver applies
     // entries of the Ready it is still writing.
     bool apply_before_durable = false;
+    // Derive the lease from the leader's own election floor only, ignoring the floors its
+    // followers report (unsafe while the floor changes at run time).
+    bool lease_from_own_floor = false;
+    // Lower the election floor at once in UpdateTiming, ending the withholding the last leader
+    // contact was answered with (the leader's lease may still count on it).
+    bool lower_floor_without_hold = false;
 
     [[nodiscard]] bool Any() const {
       return no_election_restriction || commit_prior_term_by_counting ||
              lease_without_drift_margin || vote_while_leader_live || reply_before_persist ||
-             read_index_without_quorum || apply_before_durable;
+             read_index_without_quorum || apply_before_durable || lease_from_own_floor ||
+             lower_floor_without_hold;
     }
   };
 
@@ -55,8 +74,9 @@ struct Config {
   // The leader broadcasts a heartbeat round every heartbeat_ticks.
   std::int64_t heartbeat_ticks = 5;
   // The cluster floor T0: no node ever uses an election timeout below it, and followers that
-  // heard from a live leader within it withhold (pre)votes. Leases are derived from it, so it
-  // must be the same on every node of a cluster.
+  // heard from a live leader within it withhold (pre)votes. Every answer to the leader carries
+  // it, and the leader derives its lease from the smallest floor of the quorum that acknowledged
+  // a round (raft/DESIGN.md §4), so members may run different floors while a change rolls out.
   std::int64_t election_timeout_min_ticks = 15;
   // Each election timeout is drawn uniformly from [T, T + election_jitter_ticks), where T is the
   // adaptive base (floor <= T <= max_election_timeout_ticks).
@@ -83,6 +103,11 @@ struct Config {
   // A leadership transfer whose target has not taken over after this many ticks is abandoned
   // (proposals are accepted again). 0 = the election floor.
   std::int64_t transfer_timeout_ticks = 0;
+  // After construction the node neither grants (pre)votes nor campaigns for this many ticks, when
+  // that is longer than the floor (which always applies: boot counts as leader contact). A driver
+  // that lowered the floor shortly before a restart sets it to the floor in force before, which
+  // the node may still have answered a leader with. 0 = the floor alone.
+  std::int64_t boot_withhold_ticks = 0;
 
   // --- Flow control. ---
   // In-flight AppendEntries per follower in the replicate state: by count and by entry bytes.
@@ -109,9 +134,14 @@ struct Config {
   // at least three heartbeats per election floor".
   [[nodiscard]] Status Validate() const;
 
-  // Lease length the leader uses (ticks): lease_ticks if set, else the derived bound; with the
-  // lease_without_drift_margin mutation, the full election floor.
+  // Lease length the leader uses (ticks) when every voter runs this config's floor: lease_ticks
+  // if set, else the derived bound; with the lease_without_drift_margin mutation, the full floor.
   [[nodiscard]] std::int64_t EffectiveLeaseTicks() const;
+  // The same for a quorum whose smallest floor is `floor`: the derived bound
+  // floor(floor / (1 + ρ)) - ε, capped by lease_ticks when set.
+  [[nodiscard]] std::int64_t LeaseTicksFor(std::int64_t floor) const;
+  [[nodiscard]] Timing timing() const;
+  void SetTiming(const Timing& timing);
   // floor(T0 / (1 + ρ)) - ε: the longest lease Validate() accepts.
   [[nodiscard]] std::int64_t MaxSafeLeaseTicks() const;
   [[nodiscard]] std::int64_t EffectiveTransferTimeoutTicks() const;

@@ -71,6 +71,10 @@ struct Message {
   std::uint64_t context = 0;  // ReadIndex request id
   bool transfer = false;      // vote requests started by TimeoutNow
   bool via_lease = false;     // ReadIndexResponse: confirmed by the leader lease
+  // AppendEntriesResponse, HeartbeatResponse: the sender's election floor (ticks) when it
+  // answered; it withholds (pre)votes for at least that long after the leader message answered.
+  // The leader's lease takes the smallest floor of the acknowledging quorum.
+  std::int64_t floor = 0;
 
   std::optional<SnapshotMeta> snapshot;  // kInstallSnapshot only
 

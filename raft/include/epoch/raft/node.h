@@ -99,6 +99,7 @@ struct PeerStatus {
   LogIndex pending_snapshot;  // index of the snapshot in flight (kSnapshot)
   bool recent_active = false;
   std::uint64_t acked_round = 0;
+  std::int64_t reported_floor = 0;  // the election floor of its latest answer
 };
 
 struct NodeStatus {
@@ -117,6 +118,7 @@ struct NodeStatus {
   std::int64_t election_timeout_base_ticks = 0;  // adaptive base T
   bool lease_valid = false;
   std::int64_t lease_expiry_tick = 0;  // lease valid while now_ticks < this (leader only)
+  Timing timing;                       // as of the last UpdateTiming (or construction)
   NodeId transfer_target;
   std::vector<PeerStatus> progress;  // leader only, sorted by id
 };
@@ -151,6 +153,13 @@ class Node {
   TransferOutcome TransferLeadership(NodeId target);
   // Start an election now (pre-vote first when enabled), as if the election timer fired.
   void Campaign();
+  // Adopts new timing (heartbeat, election floor, jitter, cap, drift bound) at once; the driver
+  // calls it when it applies a cluster timing change, on every member, in any order. Safe while
+  // members run different floors: the lease takes the smallest floor its quorum reported, and a
+  // lowered floor keeps its old value for the leader contact already answered (and for the
+  // driver's next start, see Config::boot_withhold_ticks). InvalidArgument, with nothing
+  // changed, when the config with these values fails Config::Validate().
+  epoch::Status UpdateTiming(const Timing& timing);
   // The driver finished (ok) or gave up (!ok) streaming the snapshot to `peer`.
   void ReportSnapshot(NodeId peer, bool ok);
   // The transport could not deliver to `peer`: stop pipelining to it and probe.
