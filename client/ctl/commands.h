@@ -32,6 +32,7 @@ void RegisterSnapshotCommands(CLI::App& app, Ctl& ctl);   // snapshot ...
 void RegisterJobsCommands(CLI::App& app, Ctl& ctl);       // jobs ...
 void RegisterCompletionCommand(CLI::App& app, Ctl& ctl);  // completion bash
 void RegisterAuthCommands(CLI::App& app, Ctl& ctl);       // auth user role
+void RegisterSettingsCommands(CLI::App& app, Ctl& ctl);   // cluster timing
 
 // --- request builders shared by get/put/del and the txn parser (kv_commands.cc) ---
 

@@ -130,31 +130,54 @@ Result<etcdserverpb::DefragmentResponse> Defragment(Client& client, std::size_t 
       });
 }
 
-Result<etcdserverpb::MoveLeaderResponse> MoveLeader(Client& client, std::uint64_t target_member_id,
-                                                    const CallOptions& call) {
+// One call to the leader, found through DiscoverLeader; sent once.
+template <typename Response, typename Fn>
+Result<Response> CallOnLeader(Client& client, std::string_view what, const CallOptions& call,
+                              Fn fn) {
   Result<std::size_t> leader = client.DiscoverLeader(call);
   if (!leader.ok()) return leader.status();
   const SteadyTime deadline = DeadlineOf(client, call);
   if (!Connect(client, *leader, deadline, call.stop)) {
-    return Status::Unavailable("MoveLeader: cannot connect to the leader " +
-                               client.endpoints()[*leader]);
+    return Status::Unavailable(
+        fmt::format("{}: cannot connect to the leader {}", what, client.endpoints()[*leader]));
   }
-  etcdserverpb::MoveLeaderRequest request;
-  request.set_targetid(target_member_id);
   grpc::ClientContext context;
   context.set_deadline(ToSystem(deadline));
   Result<std::string> token = client.Authorize(context, call);
   if (!token.ok()) return token.status();
   std::stop_callback cancel(call.stop, [&context] { context.TryCancel(); });
-  etcdserverpb::MoveLeaderResponse response;
-  const grpc::Status result = etcdserverpb::Maintenance::NewStub(client.Channel(*leader))
-                                  ->MoveLeader(&context, request, &response);
-  if (result.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-    return Unsupported("move-leader", result);
-  }
+  Response response;
+  const grpc::Status result = fn(client.Channel(*leader), &context, &response);
+  if (result.error_code() == grpc::StatusCode::UNIMPLEMENTED) return Unsupported(what, result);
   Classified c = internal::Classify(result);
   if (c.disposition == Disposition::kOk) return response;
-  return c.status.Annotate("MoveLeader on " + client.endpoints()[*leader]);
+  return c.status.Annotate(fmt::format("{} on {}", what, client.endpoints()[*leader]));
+}
+
+Result<etcdserverpb::MoveLeaderResponse> MoveLeader(Client& client, std::uint64_t target_member_id,
+                                                    const CallOptions& call) {
+  etcdserverpb::MoveLeaderRequest request;
+  request.set_targetid(target_member_id);
+  return CallOnLeader<etcdserverpb::MoveLeaderResponse>(
+      client, "move-leader", call, [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return etcdserverpb::Maintenance::NewStub(channel)->MoveLeader(c, request, r);
+      });
+}
+
+Result<v1::TimingResponse> ClusterTiming(Client& client, const CallOptions& call) {
+  return CallOnLeader<v1::TimingResponse>(
+      client, "cluster timing", call, [&](auto channel, grpc::ClientContext* c, auto* r) {
+        return v1::Settings::NewStub(channel)->Timing(c, v1::TimingRequest(), r);
+      });
+}
+
+Result<v1::TimingResponse> SetClusterTiming(Client& client, const v1::SetTimingRequest& request,
+                                            const CallOptions& call) {
+  return CallOnEndpoints<v1::TimingResponse>(client, "cluster timing set", false, call,
+                                             [&](auto channel, grpc::ClientContext* c, auto* r) {
+                                               return v1::Settings::NewStub(channel)->SetTiming(
+                                                   c, request, r);
+                                             });
 }
 
 Result<etcdserverpb::MemberAddResponse> MemberAdd(Client& client,

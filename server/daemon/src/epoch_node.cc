@@ -22,10 +22,12 @@
 #include "epoch/api/lock_service.h"
 #include "epoch/api/maintenance_service.h"
 #include "epoch/api/recipe_wait.h"
+#include "epoch/api/settings_service.h"
 #include "epoch/api/watch_service.h"
 #include "epoch/gateway/gateway_http.h"
 #include "epoch/lease/lease_manager.h"
 #include "epoch/metrics_text.h"
+#include "epoch/node/cluster_timing_keeper.h"
 #include "epoch/node/member_publisher.h"
 #include "epoch/node/node_context.h"
 #include "epoch/node/space_quota.h"
@@ -145,7 +147,27 @@ class EpochNode::Impl {
   Status Open();
   void Wait() {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return stopped_ || removed_; });
+    cv_.wait(lock, [this] { return stopped_ || removed_ || !refusal_.empty(); });
+  }
+  // This member's given timing differs from the cluster's first record: it stops serving and
+  // epochd exits 2 with `why` (epoch/node/cluster_timing_keeper.h).
+  void Refuse(const std::string& why) {
+    spdlog::critical("name={} {}: stopping", config_.name, why);
+    std::lock_guard lock(mu_);
+    refusal_ = why;
+    cv_.notify_all();
+  }
+  std::string Refusal() {
+    std::lock_guard lock(mu_);
+    return refusal_;
+  }
+  // A cluster timing change reached this member: the core and the lease bounds follow it.
+  void AdoptTiming(const raft::Timing& timing) {
+    if (driver_->status().timing == timing) return;
+    lease_manager_->SetRaftTiming(timing);
+    driver_->UpdateTiming(timing, [name = config_.name](const Status& s) {
+      if (!s.ok()) spdlog::error("name={} cannot run the cluster's timing: {}", name, s.ToString());
+    });
   }
   // This member applied its own removal: it stops serving (Wait returns) and epochd exits 1 —
   // after kRemovedLinger, so that the answer to the removal (a leader removing itself answers
@@ -170,7 +192,8 @@ class EpochNode::Impl {
   void Http(const std::string& path, MetricsHttp::Respond respond);
   HttpReply Metrics();
 
-  const NodeConfig config_;
+  // Its timing is the cluster's recorded timing from OpenStorage on (BootTiming).
+  NodeConfig config_;
   // First: every component below runs on it, so it outlives them all.
   Executors executors_;
 
@@ -208,6 +231,7 @@ class EpochNode::Impl {
   std::unique_ptr<IdempotentService> idempotent_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
   std::unique_ptr<ClusterService> cluster_service_;
+  std::unique_ptr<SettingsService> settings_service_;
   std::unique_ptr<EtcdLeaseService> etcd_lease_service_;
   std::unique_ptr<V1LeaseService> v1_lease_service_;
   std::unique_ptr<WatchService> watch_service_;
@@ -220,6 +244,8 @@ class EpochNode::Impl {
   GrpcMetrics grpc_metrics_;  // the client port's interceptors count into it
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<MemberPublisher> publisher_;
+  ClusterTimingPtr booted_timing_;  // the record at start (null: none yet)
+  std::unique_ptr<ClusterTimingKeeper> timing_keeper_;
   std::unique_ptr<HealthProbes> health_;
   std::unique_ptr<RemovalProbe> removal_probe_;
   std::unique_ptr<MetricsHttp> metrics_;
@@ -233,6 +259,7 @@ class EpochNode::Impl {
   std::condition_variable cv_;
   bool stopped_ = false;  // guarded by mu_
   bool removed_ = false;  // guarded by mu_
+  std::string refusal_;   // guarded by mu_
 
  private:
   Status OpenStorage();
@@ -309,6 +336,13 @@ Status EpochNode::Impl::OpenStorage() {
   auto store = KvStore::Open(config_.data_dir + "/kv", store_options);
   if (!store.ok()) return store.status().Annotate("open state machine");
   store_ = std::move(*store);
+  booted_timing_ = store_->ClusterTiming();
+  Result<std::optional<std::string>> timing = BootTiming(&config_, booted_timing_.get());
+  if (!timing.ok()) return timing.status();
+  if (timing->has_value()) spdlog::warn("name={} {}", config_.name, **timing);
+  const std::int64_t logged_ms = LongestLoggedElectionTimeoutMs(*log_, store_->AppliedIndex());
+  config_.raft.boot_withhold_ticks =
+      std::max(config_.raft.boot_withhold_ticks, logged_ms / config_.tick.count());
   // The initial cluster's member table, unless the store has one (the log changes it after). A
   // member that joined gets the table with the leader's snapshot.
   if (!config_.joined) {
@@ -453,6 +487,7 @@ void EpochNode::Impl::BuildServices() {
   maintenance_service_ = std::make_unique<MaintenanceService>(
       *context_, *snapshots_, config_.snapshot.archive_message_bytes, executors_.maintenance());
   cluster_service_ = std::make_unique<ClusterService>(*context_);
+  settings_service_ = std::make_unique<SettingsService>(*context_);
   etcd_lease_service_ = std::make_unique<EtcdLeaseService>(*context_, *lease_manager_);
   v1_lease_service_ = std::make_unique<V1LeaseService>(*context_, *lease_manager_);
   WatchServiceOptions watch_options;
@@ -469,6 +504,7 @@ void EpochNode::Impl::BuildServices() {
   idempotent_service_->Register(*rpc_server_);
   maintenance_service_->Register(*rpc_server_);
   cluster_service_->Register(*rpc_server_);
+  settings_service_->Register(*rpc_server_);
   etcd_lease_service_->Register(*rpc_server_);
   v1_lease_service_->Register(*rpc_server_);
   watch_service_->Register(*rpc_server_);
@@ -483,7 +519,7 @@ void EpochNode::Impl::BuildServices() {
         v1::Lease::service_full_name(), v1::Idempotent::service_full_name(),
         etcdserverpb::Watch::service_full_name(), v3lockpb::Lock::service_full_name(),
         v3electionpb::Election::service_full_name(), etcdserverpb::Auth::service_full_name(),
-        v1::Jobs::service_full_name()}) {
+        v1::Jobs::service_full_name(), v1::Settings::service_full_name()}) {
     grpc_metrics_.PreRegister(served);
   }
 }
@@ -550,6 +586,12 @@ Status EpochNode::Impl::StartServing() {
   publisher_ = std::make_unique<MemberPublisher>(*context_,
                                                  std::vector<std::string>{scheme + own.ToString()});
   publisher_->Start();
+  timing_keeper_ = std::make_unique<ClusterTimingKeeper>(
+      *context_, booted_timing_,
+      ClusterTimingKeeper::Hooks{
+          .adopt = [this](const raft::Timing& timing) { AdoptTiming(timing); },
+          .refuse = [this](const std::string& why) { Refuse(why); }});
+  timing_keeper_->Start();
   if (config_.listen_metrics.port != 0) {
     // Over TLS the gateway serves the listener (the metrics and probes through Http, and etcd's
     // JSON API): the client port's https:// URLs are gRPC's own and have no HTTP/1 side.
@@ -706,6 +748,7 @@ void EpochNode::Impl::Shutdown() {
   if (lease_manager_) lease_manager_->Stop();
   if (context_) context_->Stop();
   if (publisher_) publisher_->Stop();
+  if (timing_keeper_) timing_keeper_->Stop();
   if (driver_) driver_->Stop();
   if (transport_) transport_->Stop();
   if (metrics_) metrics_->Stop();
@@ -801,6 +844,7 @@ Result<std::unique_ptr<EpochNode>> EpochNode::Start(NodeConfig config) {
 
 void EpochNode::Wait() { impl_->Wait(); }
 bool EpochNode::Removed() const { return impl_->Removed(); }
+std::string EpochNode::Refusal() const { return impl_->Refusal(); }
 void EpochNode::Shutdown() { impl_->Shutdown(); }
 bool EpochNode::JoinedAndApplied() const {
   const DriverStatus s = impl_->driver_->status();

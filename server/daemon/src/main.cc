@@ -73,6 +73,12 @@ int main(int argc, char** argv) {
   }
   for (const std::string& warning : *log_warnings) spdlog::warn("{}", warning);
   for (const std::string& warning : resolved->warnings) spdlog::warn("{}", warning);
+  config.given_timing = {
+      .tick = app.count("--tick-ms") > 0,
+      .heartbeat = app.count("--heartbeat-interval") + app.count("--heartbeat-ticks") > 0,
+      .election_timeout =
+          app.count("--election-timeout") + app.count("--election-timeout-ticks") > 0,
+      .max_clock_drift = app.count("--max-clock-drift") > 0};
   epoch::Status valid = epoch::server::FinishNodeFlags(flags, config);
   if (valid.ok()) valid = epoch::server::ApplyTlsPolicy(flags.tls);
   if (!valid.ok()) {
@@ -90,8 +96,12 @@ int main(int argc, char** argv) {
 
   auto node = epoch::server::EpochNode::Start(config);
   if (!node.ok()) {
-    std::cerr << "epochd: " << node.status().ToString() << "\n";
-    return 1;
+    const bool refused = node.status().code() == epoch::StatusCode::kInvalidArgument;
+    std::cerr << "epochd: " << (refused ? node.status().message() : node.status().ToString())
+              << "\n";
+    // A setting the data directory or the cluster refuses is a configuration error, as a bad
+    // flag is.
+    return refused ? 2 : 1;
   }
   // Under systemd (Type=notify): READY=1 once the member has joined and applied its log.
   epoch::server::SystemdNotifier systemd([&node] { return (*node)->JoinedAndApplied(); });
@@ -108,6 +118,10 @@ int main(int argc, char** argv) {
   // Wake the signal waiter if we stopped for another reason.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if (const std::string why = (*node)->Refusal(); !why.empty()) {
+    std::cerr << "epochd: " << why << "\n";
+    return 2;
+  }
   if ((*node)->Removed()) {
     std::cerr << "epochd: member " << config.name << " was removed from the cluster\n";
     return 1;

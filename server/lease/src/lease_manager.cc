@@ -74,7 +74,7 @@ LeaseManager::TimePoint LeaseManager::Now() const {
 
 std::int64_t LeaseManager::EstimateNowMs() const {
   std::lock_guard lock(mu_);
-  return published_clock_.Estimate(Now(), 2 * timing_.clock_tick_interval);
+  return published_clock_.Estimate(Now(), 2 * timing().clock_tick_interval);
 }
 
 LeaseStats LeaseManager::Stats() const {
@@ -141,16 +141,30 @@ void LeaseManager::CountRevoke() {
 }
 
 std::int64_t LeaseManager::MaxFailoverExtensionMs() const {
-  return server::MaxFailoverExtensionMs(timing_);
+  return server::MaxFailoverExtensionMs(timing());
 }
 
 std::int64_t LeaseManager::MaxExtensionMs(std::int64_t ttl_ms) const {
-  return server::MaxExtensionMs(timing_, ttl_ms);
+  return server::MaxExtensionMs(timing(), ttl_ms);
+}
+
+ClockTiming LeaseManager::timing() const {
+  std::lock_guard lock(timing_mu_);
+  return timing_;
+}
+
+void LeaseManager::SetRaftTiming(const raft::Timing& timing) {
+  std::lock_guard lock(timing_mu_);
+  timing_.election_timeout_min_ticks = timing.election_timeout_min_ticks;
+  timing_.max_election_timeout_ticks = timing.max_election_timeout_ticks;
+  timing_.election_jitter_ticks = timing.election_jitter_ticks;
+  timing_.max_clock_drift = timing.max_clock_drift;
 }
 
 std::int64_t LeaseManager::MinTtlMs() const {
   // etcd: minTTL = 3/2 election timeouts (lessor.go), so a lease outlives a normal election.
-  return 3 * timing_.election_timeout_min_ticks * timing_.tick.count() / 2;
+  const ClockTiming t = timing();
+  return 3 * t.election_timeout_min_ticks * t.tick.count() / 2;
 }
 
 // --- strand ---------------------------------------------------------------------------------

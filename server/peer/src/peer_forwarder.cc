@@ -129,6 +129,8 @@ bool PeerForwarder::Forwardable(const v1::InternalRequest& request) {
     case v1::InternalRequest::kCompaction:
     case v1::InternalRequest::kAlarm:
     case v1::InternalRequest::kMemberAttributes:
+    // Cluster settings: the forwarding member checked the caller's permission (server/api).
+    case v1::InternalRequest::kClusterTiming:
     // A client's lease revoke: stamped with the caller and the auth revision, checked at apply.
     case v1::InternalRequest::kLeaseRevoke:
     // Membership changes: the forwarding member checked the caller's permission (server/api).

@@ -281,6 +281,16 @@ void RaftDriver::Unreachable(NodeId peer) {
   });
 }
 
+void RaftDriver::UpdateTiming(raft::Timing timing, DoneCallback done) {
+  asio::post(strand_, [this, timing, done = std::move(done)] {
+    if (stopped_) return done(Status::Unavailable("stopped"));
+    Status s = node_->UpdateTiming(timing);
+    PublishStatus();
+    MaybeHandleReady();
+    done(s);
+  });
+}
+
 void RaftDriver::Post(std::function<void()> fn) { asio::post(strand_, std::move(fn)); }
 
 void RaftDriver::ReportSnapshot(NodeId peer, bool ok) {
@@ -468,6 +478,13 @@ void RaftDriver::PublishStatus() {
   status_.proposals_failed = counters_.proposals_failed;
   status_.proposals_pending = pending_proposals_.size() + proposal_batch_.size();
   status_.slow_applies = counters_.slow_applies;
+  status_.timing = s.timing;
+  status_.voter_floors.clear();
+  for (const raft::PeerStatus& p : s.progress) {
+    if (p.learner) continue;
+    status_.voter_floors.emplace_back(
+        p.id, p.id == s.id ? s.timing.election_timeout_min_ticks : p.reported_floor);
+  }
 }
 
 void RaftDriver::PublishLease() {

@@ -40,6 +40,8 @@ std::size_t SpaceCost(const v1::InternalRequest& request) {
     case v1::InternalRequest::kClockTick:
     case v1::InternalRequest::kAlarm:
     case v1::InternalRequest::kMemberAttributes:
+    // Cluster settings stay changeable under the alarm.
+    case v1::InternalRequest::kClusterTiming:
     // Membership changes stay possible under the alarm (replacing a member frees no space).
     case v1::InternalRequest::kMemberChange:
     // The auth store is small and stays writable under the alarm, as etcd's.

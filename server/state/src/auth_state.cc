@@ -340,7 +340,8 @@ Status CheckRequestPermission(const AuthState& state, std::string_view user,
       return CheckDeleteRangePermission(state, user, request.delete_range());
     case InternalRequest::kTxn: return CheckTxnPermission(state, user, request.txn());
     case InternalRequest::kCompaction:
-    case InternalRequest::kAlarm: return CheckAdminPermission(state, user);
+    case InternalRequest::kAlarm:
+    case InternalRequest::kClusterTiming: return CheckAdminPermission(state, user);
     case InternalRequest::kAuthenticate: return Status::Ok();
     default: break;
   }

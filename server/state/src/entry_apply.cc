@@ -8,6 +8,7 @@
 #include "epoch/etcd_errors.h"
 #include "epoch/state/alarms.h"
 #include "epoch/state/auth_state.h"
+#include "epoch/state/cluster_timing.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/state/member_table.h"
 #include "epoch/state/published_members.h"
@@ -230,6 +231,22 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
       if (!out->status.ok()) return Status::Ok();
       meta->members = WithMember(*meta->members, req.member_attributes());
       return Status::Ok();
+    case InternalRequest::kClusterTiming: {
+      const ClusterTimingPtr& recorded = meta->cluster_timing;
+      out->status = ValidateClusterTiming(req.cluster_timing().timing(), recorded.get());
+      if (!out->status.ok()) return Status::Ok();
+      bool changed = false;
+      meta->cluster_timing =
+          WithClusterTiming(recorded, req.cluster_timing(), meta->applied, &changed);
+      v1::ClusterTimingResult* result = out->response.mutable_cluster_timing();
+      *result->mutable_timing() = *meta->cluster_timing;
+      result->set_changed(changed);
+      if (changed) {
+        spdlog::info("cluster timing recorded at index {}: {}", meta->applied.value(),
+                     DescribeTiming(meta->cluster_timing->current()));
+      }
+      return Status::Ok();
+    }
     case InternalRequest::kMemberChange:
       // Only ever the context of a kConfChange entry the Raft core applied by the same rules.
       out->status = MemberChangeApplies(*meta->member_table, req.member_change());

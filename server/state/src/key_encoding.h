@@ -58,6 +58,7 @@ inline constexpr std::string_view kMetaMembers = "members";
 inline constexpr std::string_view kMetaAuth = "auth";
 // epoch.v1.StoredMemberTable (epoch/state/member_table.h); absent until the node seeds it.
 inline constexpr std::string_view kMetaMemberTable = "member_table";
+inline constexpr std::string_view kMetaClusterTiming = "cluster_timing";
 // epoch.v1.StoredIdempotencyUsage; absent = the idempotency table is empty.
 inline constexpr std::string_view kMetaIdempotencyUsage = "idempotency_usage";
 

@@ -93,6 +93,12 @@ Status PutMeta(rocksdb::WriteBatchWithIndex* batch, const KvStore::Meta& meta,
         FromRocks(batch->Put(MetaKey(kMetaMemberTable), meta.member_table->SerializeAsString()),
                   "write member table"));
   }
+  if (meta.cluster_timing != nullptr &&
+      (stored == nullptr || stored->cluster_timing != meta.cluster_timing)) {
+    EPOCH_RETURN_IF_ERROR(
+        FromRocks(batch->Put(MetaKey(kMetaClusterTiming), meta.cluster_timing->SerializeAsString()),
+                  "write cluster timing"));
+  }
   if (stored == nullptr ? meta.auth->revision != AuthState{}.revision : stored->auth != meta.auth) {
     EPOCH_RETURN_IF_ERROR(
         FromRocks(batch->Put(MetaKey(kMetaAuth), ToStoredAuth(*meta.auth).SerializeAsString()),
@@ -136,6 +142,17 @@ Result<MemberTablePtr> LoadMemberTable(rocksdb::DB* db) {
   if (!s.ok()) return FromRocks(s, "read member table");
   if (!table->ParseFromString(value)) return Status::Corruption("undecodable member table record");
   return MemberTablePtr(std::move(table));
+}
+
+// The cluster timing recorded in `db` (null when the key is absent).
+Result<ClusterTimingPtr> LoadClusterTiming(rocksdb::DB* db) {
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), MetaKey(kMetaClusterTiming), &value);
+  if (s.IsNotFound()) return ClusterTimingPtr();
+  if (!s.ok()) return FromRocks(s, "read cluster timing");
+  auto timing = std::make_shared<v1::StoredClusterTiming>();
+  if (!timing->ParseFromString(value)) return Status::Corruption("undecodable cluster timing");
+  return ClusterTimingPtr(std::move(timing));
 }
 
 // The auth state recorded in `db` (auth off, no users, when the key is absent).
@@ -219,6 +236,9 @@ Result<std::optional<KvStore::Meta>> LoadMeta(rocksdb::DB* db) {
   Result<MemberTablePtr> member_table = LoadMemberTable(db);
   if (!member_table.ok()) return member_table.status();
   meta.member_table = std::move(*member_table);
+  Result<ClusterTimingPtr> timing = LoadClusterTiming(db);
+  if (!timing.ok()) return timing.status();
+  meta.cluster_timing = std::move(*timing);
   Result<AuthStatePtr> auth = LoadAuth(db);
   if (!auth.ok()) return auth.status();
   meta.auth = std::move(*auth);
@@ -415,10 +435,10 @@ Result<std::vector<ApplyResult>> KvStore::ApplyBatchOrFail(std::span<const Apply
     }
     // The cluster clock never runs backwards, whatever the proposing leader's clock says.
     meta.cluster_time_ms = std::max(meta.cluster_time_ms, in.request->cluster_time_ms());
+    meta.applied = in.index;  // the entry's own index while it applies
     Result<ApplyResult> r = ApplyEntry(ctx, &meta, *in.request);
     if (!r.ok()) return r.status().Annotate("apply index " + std::to_string(in.index.value()));
     if (r->status.Is(ErrorId::kTxnReadTooLarge)) txn_reads_refused_.fetch_add(1);
-    meta.applied = in.index;
     results.push_back(std::move(*r));
   }
   EPOCH_RETURN_IF_ERROR(WriteBatchAndPublish(&batch, meta));
@@ -594,6 +614,11 @@ std::shared_ptr<const PublishedMembers> KvStore::Members() const {
 MemberTablePtr KvStore::MemberTable() const {
   std::lock_guard<std::mutex> lock(mu_);
   return meta_.member_table;
+}
+
+ClusterTimingPtr KvStore::ClusterTiming() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return meta_.cluster_timing;
 }
 
 Status KvStore::SeedMemberTable(MemberTablePtr table) {

@@ -1,10 +1,12 @@
 // Admin calls the Client does not wrap: Maintenance (Alarm, Defragment, MoveLeader, Snapshot), the
-// Cluster membership changes, and Epoch's own lease views (epoch.v1.Lease Status / ClockStatus).
+// Cluster membership changes, Epoch's own lease views (epoch.v1.Lease Status / ClockStatus) and
+// cluster settings (epoch.v1.Settings).
 // Used by epochctl; built on Client::Channel() so they share the Client's channels.
 //
 // Endpoint choice: calls start at the Client's preferred endpoint and move to the next one when an
 // endpoint cannot be connected within dial_timeout or answers a transient failure (reads only).
-// MoveLeader goes to the leader found through DiscoverLeader. Membership changes are sent once:
+// MoveLeader and ClusterTiming go to the leader found through DiscoverLeader. Membership changes
+// are sent once:
 // a server without them answers UNIMPLEMENTED, reported as FailedPrecondition
 // "<what> is not supported by this cluster".
 //
@@ -59,5 +61,12 @@ Result<std::uint64_t> SaveSnapshot(Client& client, const SnapshotSink& sink,
 Result<v1::LeaseStatusResponse> LeaseStatus(Client& client, LeaseId lease, bool keys,
                                             const CallOptions& call = {});
 Result<v1::ClockStatusResponse> ClockStatus(Client& client, const CallOptions& call = {});
+
+// epoch.v1.Settings, the cluster-wide timing (docs/timing-and-safety.md §12). ClusterTiming asks
+// the leader, whose answer lists the election timeout each voter last reported (how far a change
+// has rolled out). SetClusterTiming is sent once; unset fields keep the cluster's values.
+Result<v1::TimingResponse> ClusterTiming(Client& client, const CallOptions& call = {});
+Result<v1::TimingResponse> SetClusterTiming(Client& client, const v1::SetTimingRequest& request,
+                                            const CallOptions& call = {});
 
 }  // namespace epoch::client

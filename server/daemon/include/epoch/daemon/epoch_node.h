@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "epoch/node/node_config.h"
 #include "epoch/status.h"
@@ -23,11 +24,15 @@ class EpochNode {
   static Result<std::unique_ptr<EpochNode>> Start(NodeConfig config);
   ~EpochNode();
 
-  // Blocks until Shutdown() is called (from another thread or a signal handler thread), or until
-  // this member applies its own removal from the cluster (Removed()).
+  // Blocks until Shutdown() is called (from another thread or a signal handler thread), until
+  // this member applies its own removal from the cluster (Removed()), or until it refuses the
+  // cluster's timing (Refusal()).
   void Wait();
   // This member was removed from the cluster (etcdctl member remove): epochd exits 1.
   [[nodiscard]] bool Removed() const;
+  // Why this member stopped on its own because its given timing differs from the cluster's first
+  // record (epoch/node/cluster_timing_keeper.h): epochd exits 2. Empty otherwise.
+  [[nodiscard]] std::string Refusal() const;
   // Stops serving and closes storage. Idempotent.
   void Shutdown();
 

@@ -117,7 +117,9 @@ class LeaseManager {
   // forwarding member counts).
   void CountGrant();
   void CountRevoke();
-  [[nodiscard]] const ClockTiming& timing() const { return timing_; }
+  [[nodiscard]] ClockTiming timing() const;
+  // A cluster timing change this member adopted: the bounds and the smallest TTL follow it.
+  void SetRaftTiming(const raft::Timing& timing);
   [[nodiscard]] std::int64_t MaxFailoverExtensionMs() const;
   [[nodiscard]] std::int64_t MaxExtensionMs(std::int64_t ttl_ms) const;
   // Smallest TTL granted (etcd's minLeaseTTL: 1.5 election floors); shorter requests are raised.
@@ -152,7 +154,8 @@ class LeaseManager {
 
   NodeContext& node_;
   const LeaseOptions options_;
-  const ClockTiming timing_;
+  mutable std::mutex timing_mu_;
+  ClockTiming timing_;  // guarded by timing_mu_
   std::unique_ptr<LeaseForwarder> forwarder_;
 
   // Any thread: the keep-alives waiting for the next flush. Added to where they arrive (on the

@@ -124,6 +124,16 @@ struct NodeConfig {
 
   std::chrono::milliseconds tick{10};
   raft::Config raft;  // id filled from `name`; timing in ticks
+  // Which of the cluster timing settings were given (flag, environment or config file): a given
+  // one that differs from the cluster's recorded timing refuses the start; the others adopt it
+  // (epoch/node/cluster_timing_keeper.h).
+  struct GivenTiming {
+    bool tick = false;
+    bool heartbeat = false;
+    bool election_timeout = false;
+    bool max_clock_drift = false;
+  };
+  GivenTiming given_timing;
 
   // Client requests: how long a write waits for a leader to appear before failing.
   std::chrono::milliseconds leader_wait{3000};

@@ -108,6 +108,10 @@ struct DriverStatus {
   std::uint64_t proposals_failed = 0;
   std::uint64_t proposals_pending = 0;  // proposed by this member, not yet committed or failed
   std::uint64_t slow_applies = 0;       // applies of committed entries over kSlowApply
+  raft::Timing timing;                  // what the core runs (UpdateTiming)
+  // Leader only: each voter's election floor (ticks) in its latest answer this term, by id;
+  // 0 when it has not answered yet. The leader's own entry is its own floor.
+  std::vector<std::pair<NodeId, std::int64_t>> voter_floors;
 };
 
 class RaftDriver {
@@ -136,6 +140,9 @@ class RaftDriver {
   void Propose(v1::InternalRequest request, ProposeCallback done);
   void ReadIndex(ReadCallback done);
   void TransferLeadership(NodeId target, DoneCallback done);
+  // Adopts new timing in the core (raft::Node::UpdateTiming) on the strand; `done` gets the
+  // outcome (InvalidArgument, nothing changed, when the core refuses it).
+  void UpdateTiming(raft::Timing timing, DoneCallback done);
   void Receive(raft::Message message);
   void Unreachable(NodeId peer);
   // Runs `fn` on the driver's strand (e.g. a read of the state machine between applies).

@@ -29,6 +29,7 @@
 
 #include "epoch/metrics_text.h"
 #include "epoch/state/auth_state.h"
+#include "epoch/state/cluster_timing.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/state/member_table.h"
 #include "epoch/status.h"
@@ -217,6 +218,8 @@ class KvStore {
   [[nodiscard]] AuthStatePtr Auth() const;
   // The applied member table (never null; empty until seeded).
   [[nodiscard]] MemberTablePtr MemberTable() const;
+  // The applied cluster timing (cluster_timing.h); null until recorded.
+  [[nodiscard]] ClusterTimingPtr ClusterTiming() const;
   // Applier thread, before the first apply: records `table` (the initial cluster's) when the
   // store has no member table yet; a no-op otherwise. The seed is the bootstrap snapshot's
   // configuration, the same on every initial member, so it is written outside the log.
@@ -254,6 +257,8 @@ class KvStore {
     AuthStatePtr auth = std::make_shared<const AuthState>();
     // The member table (member_table.h); replaced whole by each membership change.
     MemberTablePtr member_table = std::make_shared<const v1::StoredMemberTable>();
+    // The cluster timing (cluster_timing.h); replaced whole by each change, null until recorded.
+    ClusterTimingPtr cluster_timing;
   };
 
  private:
