@@ -10,6 +10,8 @@
 #include <numeric>
 #include <thread>
 
+#include "epoch/client/admin.h"
+
 namespace epoch::chaos {
 namespace {
 
@@ -217,13 +219,59 @@ Result<std::string> MemberReplace(FaultContext& ctx, int leader) {
       exit_status.value_or(-1), *name, ms);
 }
 
+// Sets the cluster's election timeout to `ms` and waits until every voter reports it to the
+// leader (each member adopts it as it applies it). Returns the time that took.
+Result<double> RollOutElectionTimeout(client::Client& client, std::int64_t ms) {
+  v1::SetTimingRequest request;
+  request.set_election_timeout_ms(ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<v1::TimingResponse> set = client::SetClusterTiming(client, request);
+  if (!set.ok()) return set.status().Annotate(fmt::format("setting a {} ms election timeout", ms));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    Result<v1::TimingResponse> now = client::ClusterTiming(client);
+    const bool done =
+        now.ok() && !now->voters().empty() &&
+        std::all_of(now->voters().begin(), now->voters().end(),
+                    [ms](const v1::MemberTiming& v) { return v.election_timeout_ms() == ms; });
+    if (done) {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+          .count();
+    }
+    Hold(milliseconds(50));
+  }
+  return Status::Timeout(
+      fmt::format("the voters did not all report a {} ms election timeout within 10 s", ms));
+}
+
+// A cluster timing change under load: a new election timeout rolls out member by member (the
+// leader's lease follows the smallest its quorum reports), holds, then the old one rolls back.
+Result<std::string> TimingChange(FaultContext& ctx) {
+  Result<v1::TimingResponse> before = client::ClusterTiming(ctx.prober);
+  if (!before.ok()) return before.status().Annotate("reading the cluster timing");
+  const std::int64_t old_ms = before->cluster().election_timeout_ms();
+  static constexpr std::int64_t kChoices[] = {200, 300, 450};
+  std::int64_t new_ms = kChoices[std::uniform_int_distribution<int>(0, 2)(ctx.rng)];
+  if (new_ms == old_ms) new_ms = kChoices[0] == old_ms ? kChoices[1] : kChoices[0];
+  Result<double> out = RollOutElectionTimeout(ctx.prober, new_ms);
+  if (!out.ok()) return out.status();
+  milliseconds hold = Between(ctx.rng, 500, 2000);
+  Hold(hold);
+  Result<double> back = RollOutElectionTimeout(ctx.prober, old_ms);
+  if (!back.ok()) return back.status();
+  return fmt::format(
+      "election timeout {} -> {} ms (every voter in {:.0f} ms), held {} ms, back "
+      "to {} ms (in {:.0f} ms)",
+      old_ms, new_ms, *out, hold.count(), old_ms, *back);
+}
+
 }  // namespace
 
 std::string_view FaultName(FaultKind kind) {
   static constexpr std::array<std::string_view, kFaultKinds> kNames = {
-      "kill-leader",    "kill-follower",    "pause-leader",   "pause-follower", "pause-worker",
-      "partition-node", "partition-oneway", "partition-ring", "isolate-leader", "link-delay",
-      "link-drop",      "disk-slow",        "disk-stall",     "move-leader",    "member-replace"};
+      "kill-leader",    "kill-follower",  "pause-leader",     "pause-follower",
+      "pause-worker",   "partition-node", "partition-oneway", "partition-ring",
+      "isolate-leader", "link-delay",     "link-drop",        "disk-slow",
+      "disk-stall",     "move-leader",    "member-replace",   "timing-change"};
   return kNames.at(static_cast<std::size_t>(kind));
 }
 
@@ -295,6 +343,7 @@ Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx) {
                          s.ok() ? "ok" : s.ToString());
     }
     case FaultKind::kMemberReplace: return MemberReplace(ctx, *leader);
+    case FaultKind::kTimingChange: return TimingChange(ctx);
     default: return Partition(kind, ctx, *leader);
   }
 }

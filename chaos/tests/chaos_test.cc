@@ -160,15 +160,15 @@ TEST_CASE("fencing check flags a repeated stage, an older token and a shared tok
 
 TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
   using epoch::chaos::FaultKind;
-  auto s = epoch::chaos::FaultSchedule(42, 19);
+  auto s = epoch::chaos::FaultSchedule(42, 20);
   std::set<FaultKind> kinds(s.begin(), s.end());
   CHECK(static_cast<int>(kinds.size()) == epoch::chaos::kFaultKinds);
   CHECK(std::count(s.begin(), s.end(), FaultKind::kKillLeader) == 3);
   CHECK(std::count(s.begin(), s.end(), FaultKind::kMemberReplace) == 2);
-  // Without runtime membership (peer TLS), a cycle is 17 faults and never a replacement.
-  auto tls = epoch::chaos::FaultSchedule(42, 34, {}, false);
+  // Without runtime membership (peer TLS), a cycle is 18 faults and never a replacement.
+  auto tls = epoch::chaos::FaultSchedule(42, 36, {}, false);
   CHECK(std::count(tls.begin(), tls.end(), FaultKind::kMemberReplace) == 0);
-  CHECK(static_cast<int>(std::set<FaultKind>(tls.begin(), tls.begin() + 17).size()) ==
+  CHECK(static_cast<int>(std::set<FaultKind>(tls.begin(), tls.begin() + 18).size()) ==
         epoch::chaos::kFaultKinds - 1);
   CHECK(epoch::chaos::FaultByName("member-replace") == FaultKind::kMemberReplace);
   CHECK(epoch::chaos::FaultSchedule(42, 40) == epoch::chaos::FaultSchedule(42, 40));

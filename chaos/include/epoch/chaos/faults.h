@@ -40,6 +40,7 @@ enum class FaultKind : std::uint8_t {
   kDiskStall,        // leader's WAL fdatasync blocked
   kMoveLeader,       // Maintenance.MoveLeader to a follower
   kMemberReplace,    // a voter removed (sometimes the leader), a fresh learner added and promoted
+  kTimingChange,     // a new cluster election timeout rolled out under load, then the old one
   kCount,
 };
 inline constexpr int kFaultKinds = static_cast<int>(FaultKind::kCount);
