@@ -133,9 +133,14 @@ Result<std::optional<JoinedIdentity>> ReadJoinedIdentity(const std::string& data
 }
 
 Status WriteJoinedIdentity(const std::string& data_dir, const JoinedIdentity& id) {
-  const std::string path = data_dir + "/" + kIdentityFile;
-  const std::string text =
-      fmt::format("cluster_id {:x}\nmember_id {:x}\n", id.cluster_id, id.member_id.value());
+  return WriteDataDirFile(
+      data_dir, kIdentityFile,
+      fmt::format("cluster_id {:x}\nmember_id {:x}\n", id.cluster_id, id.member_id.value()));
+}
+
+Status WriteDataDirFile(const std::string& data_dir, const std::string& name,
+                        std::string_view text) {
+  const std::string path = data_dir + "/" + name;
   const std::string tmp = path + ".tmp";
   std::error_code ignored;
   std::filesystem::remove(tmp, ignored);
