@@ -59,13 +59,10 @@ std::string ForcedChangeContext(const NodeConfig& config, const raft::ConfChange
   switch (change.type) {
     case raft::ConfChangeType::kRemoveNode: member.set_kind(v1::MemberChange::REMOVE); break;
     case raft::ConfChangeType::kPromoteLearner: member.set_kind(v1::MemberChange::PROMOTE); break;
-    default: {
+    default:  // kAddVoter of itself: ForcedConfChanges makes no other kind
       member.set_kind(v1::MemberChange::ADD);
-      const MemberInfo* self = config.FindMember(config.self_id());
-      member.add_peer_urls("http://" +
-                           (self != nullptr ? self->peer : config.listen_peer).ToString());
+      member.add_peer_urls(OwnPeerUrl(config));
       break;
-    }
   }
   return request.SerializeAsString();
 }

@@ -25,11 +25,6 @@ constexpr auto kJoinAttempt = std::chrono::seconds(2);
 // A member bootstrapping with `new` asks each peer once, briefly.
 constexpr auto kBootstrapCheck = std::chrono::milliseconds(1000);
 
-std::string OwnPeerUrl(const NodeConfig& config) {
-  const MemberInfo* self = config.FindMember(config.self_id());
-  return "http://" + (self != nullptr ? self->peer : config.listen_peer).ToString();
-}
-
 bool SameAddress(std::string_view a, std::string_view b) {
   Result<HostPort> x = ParseHostPort(a);
   Result<HostPort> y = ParseHostPort(b);
@@ -130,6 +125,11 @@ Result<std::optional<JoinedIdentity>> ReadJoinedIdentity(const std::string& data
         fmt::format("{}: not 'cluster_id <hex>' and 'member_id <hex>'", path));
   }
   return std::optional<JoinedIdentity>(JoinedIdentity{cluster, NodeId(member)});
+}
+
+std::string OwnPeerUrl(const NodeConfig& config) {
+  const MemberInfo* self = config.FindMember(config.self_id());
+  return "http://" + (self != nullptr ? self->peer : config.listen_peer).ToString();
 }
 
 Status WriteJoinedIdentity(const std::string& data_dir, const JoinedIdentity& id) {

@@ -34,6 +34,8 @@ struct JoinedIdentity {
 };
 [[nodiscard]] Result<std::optional<JoinedIdentity>> ReadJoinedIdentity(const std::string& data_dir);
 [[nodiscard]] Status WriteJoinedIdentity(const std::string& data_dir, const JoinedIdentity& id);
+// This member's peer URL: its --initial-cluster entry, else its peer listener.
+[[nodiscard]] std::string OwnPeerUrl(const NodeConfig& config);
 // <data-dir>/<name> holding `text`, durably: written to a temporary file, synced, renamed over
 // the old one, the directory synced.
 [[nodiscard]] Status WriteDataDirFile(const std::string& data_dir, const std::string& name,

@@ -129,5 +129,27 @@ TEST_CASE("force-new-cluster: acts once; ignored without a log or without the fl
   CHECK(f.wal->InitialHardState().commit == LogIndex(6));
 }
 
+TEST_CASE("force-new-cluster: each forced change carries its member-table change",
+          "[server][daemon][force_new_cluster]") {
+  Fixture f;
+  const NodeId self = f.config.self_id();
+  auto member_change = [&](raft::ConfChangeType type, NodeId id) {
+    v1::InternalRequest request;
+    REQUIRE(request.ParseFromString(ForcedChangeContext(f.config, {type, id, {}})));
+    REQUIRE(request.has_member_change());
+    CHECK(request.member_change().id() == id.value());
+    return request.member_change();
+  };
+  CHECK(member_change(raft::ConfChangeType::kRemoveNode, f.Id("n1")).kind() ==
+        v1::MemberChange::REMOVE);
+  CHECK(member_change(raft::ConfChangeType::kPromoteLearner, self).kind() ==
+        v1::MemberChange::PROMOTE);
+  const v1::MemberChange add = member_change(raft::ConfChangeType::kAddVoter, self);
+  CHECK(add.kind() == v1::MemberChange::ADD);
+  CHECK_FALSE(add.is_learner());
+  REQUIRE(add.peer_urls_size() == 1);
+  CHECK(add.peer_urls(0) == "http://127.0.0.1:7002");
+}
+
 }  // namespace
 }  // namespace epoch::server
