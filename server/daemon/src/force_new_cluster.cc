@@ -86,6 +86,15 @@ Status ForceNewCluster(const NodeConfig& config, wal::Wal& wal, const KvStore& s
   const raft::ForcedStart plan = raft::PlanForcedStart(
       wal, store.AppliedIndex(), config.self_id(),
       [&config](const raft::ConfChange& c) { return ForcedChangeContext(config, c); });
+  // A member its committed configuration no longer holds was removed: its member table says so,
+  // and it would stop as removed before applying a change that adds it back.
+  if (!raft::IsVoter(plan.conf, config.self_id()) &&
+      !raft::IsLearner(plan.conf, config.self_id())) {
+    return Status::FailedPrecondition(fmt::format(
+        "--force-new-cluster: member {:x} is not in the configuration its log commits (it was "
+        "removed): force another member",
+        config.self_id()));
+  }
   if (plan.entries.empty()) {
     SPDLOG_INFO("name={} node={:x} --force-new-cluster: already the only member, nothing to force",
                 config.name, config.self_id());

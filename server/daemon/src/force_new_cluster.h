@@ -32,7 +32,8 @@ namespace epoch::server {
 inline constexpr char kForcedFile[] = "force-new-cluster";
 
 // Does the above when `config.force_new_cluster` is set; a no-op otherwise, and (with a warning)
-// for a data directory without a log or one already forced.
+// for a data directory without a log or one already forced. FailedPrecondition for a member its
+// committed configuration does not hold (it was removed).
 [[nodiscard]] Status ForceNewCluster(const NodeConfig& config, wal::Wal& wal, const KvStore& store);
 
 // The member-table change a forced configuration change carries: a serialized

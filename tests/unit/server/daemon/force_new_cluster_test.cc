@@ -151,5 +151,21 @@ TEST_CASE("force-new-cluster: each forced change carries its member-table change
   CHECK(add.peer_urls(0) == "http://127.0.0.1:7002");
 }
 
+TEST_CASE("force-new-cluster: refused on a member its committed configuration removed",
+          "[server][daemon][force_new_cluster]") {
+  Fixture f;
+  f.WriteLog();
+  const raft::Entry removal{
+      Term(1), LogIndex(5), raft::EntryType::kConfChange,
+      raft::EncodeConfChange({raft::ConfChangeType::kRemoveNode, f.config.self_id(), {}})};
+  REQUIRE(Durably([&](wal::DurableCallback d) {
+            return f.wal->Append({removal}, raft::HardState{Term(1), f.Id("n1"), LogIndex(5)}, d);
+          }).ok());
+  Status forced = ForceNewCluster(f.config, *f.wal, *f.store);
+  CHECK(forced.code() == StatusCode::kFailedPrecondition);
+  CHECK(f.wal->LastIndex() == LogIndex(5));
+  CHECK_FALSE(std::filesystem::exists(f.dir.path() + "/" + kForcedFile));
+}
+
 }  // namespace
 }  // namespace epoch::server
