@@ -20,31 +20,6 @@ namespace {
 
 using test::PortBlock;
 
-// "Member <id> <verb> cluster <cid>": the member ID (etcdctl prints it with %16x).
-std::string MemberIdIn(const std::string& out, std::string_view verb) {
-  std::vector<std::string> words;
-  std::string word;
-  std::istringstream in(out);
-  while (in >> word) words.push_back(word);
-  INFO(out);
-  REQUIRE(words.size() >= 3);
-  REQUIRE(words[0] == "Member");
-  CHECK(out.find(verb) != std::string::npos);
-  return words[1];
-}
-
-// `member list` rows by member ID: status, name, peer URLs, client URLs, is learner.
-std::map<std::string, std::vector<std::string>> MemberRows(const TestCluster& cluster) {
-  std::map<std::string, std::vector<std::string>> rows;
-  for (const std::string& line : Lines(EtcdctlOk(cluster, {"member", "list"}))) {
-    std::vector<std::string> f = Fields(line);
-    INFO(line);
-    REQUIRE(f.size() == 6);
-    rows[f[0]] = {f.begin() + 1, f.end()};
-  }
-  return rows;
-}
-
 TEST_CASE("etcdctl member add, update, promote and remove a learner, with etcd's errors",
           "[integration][membership]") {
   auto cluster = StartCluster();
@@ -156,16 +131,6 @@ struct ExtraMember {
     return fmt::format("http://127.0.0.1:{}", peer_port);
   }
 };
-
-// The value of `NAME="value"` in etcdctl member add's output.
-std::string EnvValue(const std::string& out, const std::string& name) {
-  const std::string key = name + "=\"";
-  const std::size_t at = out.find(key);
-  INFO(out);
-  REQUIRE(at != std::string::npos);
-  const std::size_t begin = at + key.size();
-  return out.substr(begin, out.find('"', begin) - begin);
-}
 
 // Starts `m` with etcd's flags and the --initial-cluster etcdctl member add printed.
 void StartExtra(const TestCluster& cluster, ExtraMember& m, const std::string& initial_cluster,

@@ -150,6 +150,40 @@ std::string PrefixEnd(std::string prefix) {
 
 std::string Hex(std::uint64_t id) { return fmt::format("{:x}", id); }
 
+std::string MemberIdIn(const std::string& out, std::string_view verb) {
+  std::vector<std::string> words;
+  std::string word;
+  std::istringstream in(out);
+  while (in >> word) words.push_back(word);
+  INFO(out);
+  REQUIRE(words.size() >= 3);
+  REQUIRE(words[0] == "Member");
+  CHECK(out.find(verb) != std::string::npos);
+  return words[1];
+}
+
+std::map<std::string, std::vector<std::string>> MemberRows(const TestCluster& cluster,
+                                                           std::optional<std::string> endpoints) {
+  std::map<std::string, std::vector<std::string>> rows;
+  for (const std::string& line :
+       Lines(EtcdctlOk(cluster, {"member", "list"}, {}, std::move(endpoints)))) {
+    std::vector<std::string> f = Fields(line);
+    INFO(line);
+    REQUIRE(f.size() == 6);
+    rows[f[0]] = {f.begin() + 1, f.end()};
+  }
+  return rows;
+}
+
+std::string EnvValue(const std::string& out, const std::string& name) {
+  const std::string key = name + "=\"";
+  const std::size_t at = out.find(key);
+  INFO(out);
+  REQUIRE(at != std::string::npos);
+  const std::size_t begin = at + key.size();
+  return out.substr(begin, out.find('"', begin) - begin);
+}
+
 void RequireServing(TestCluster& cluster, int i, const std::string& probe_key) {
   epoch::Status alive = cluster.CheckAlive();
   INFO(alive.ToString());

@@ -11,7 +11,9 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,15 @@ std::string PrefixEnd(std::string prefix);
 
 // Member ID as etcdctl prints and parses it (%x).
 std::string Hex(std::uint64_t id);
+
+// The member ID in etcdctl's "Member <id> <verb> cluster <cid>" (CHECKs that `verb` is there).
+std::string MemberIdIn(const std::string& out, std::string_view verb);
+// `member list` through `endpoints` (default: every node), rows by member ID: status, name, peer
+// URLs, client URLs, is learner.
+std::map<std::string, std::vector<std::string>> MemberRows(
+    const TestCluster& cluster, std::optional<std::string> endpoints = std::nullopt);
+// The value of `NAME="value"` in etcdctl member add's output.
+std::string EnvValue(const std::string& out, const std::string& name);
 
 // REQUIREs that every started node is still alive and that a put and a linearizable get through
 // node i both work (the "node keeps serving" check after bad input).

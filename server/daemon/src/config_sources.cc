@@ -52,7 +52,6 @@ const std::vector<EtcdOnlyKey>& EtcdOnlyKeys() {
       {"proxy-write-timeout", {}, false, "used only with proxy"},
       {"proxy-read-timeout", {}, false, "used only with proxy"},
       {"log-package-levels", {""}, false, "use log-level"},
-      {"force-new-cluster", {"false"}, false, "not supported: restore a snapshot instead"},
       {"auto-compaction-mode", {}, false, "used only with auto-compaction-retention"},
       {"auto-compaction-retention",
        {"", "0"},

@@ -50,6 +50,7 @@
 #include "epoch/wal/wal.h"
 #include "etcd_metrics.h"
 #include "executors.h"
+#include "force_new_cluster.h"
 #include "grpc_metrics.h"
 #include "health_probes.h"
 #include "member_join.h"
@@ -64,7 +65,8 @@
 // EpochNode::Impl is built in phases, each a function that constructs its components with what
 // they need (constructor injection) from the phases before it:
 //
-//   1. OpenStorage       the WAL, the state machine, bootstrap of a new member
+//   1. OpenStorage       the WAL, the state machine, a forced new cluster, bootstrap of a new
+//                        member
 //   2. BuildReplication  peer transport, Raft driver, snapshots, write forwarding over peers
 //   3. BuildServices     the shared node context, leases, the gRPC services
 //   4. Subscribe         what applied entries and installed snapshots notify
@@ -348,6 +350,8 @@ Status EpochNode::Impl::OpenStorage() {
   if (!config_.joined) {
     EPOCH_RETURN_IF_ERROR(store_->SeedMemberTable(InitialMemberTableOf(config_)));
   }
+  // After the seed, whose members the forced changes remove: the table then records them removed.
+  EPOCH_RETURN_IF_ERROR(ForceNewCluster(config_, *wal_, *store_));
   state_machine_ = std::make_unique<KvStateMachine>(*store_);
   recipe_feed_ = std::make_unique<RecipeEventFeed>();
   return Bootstrap();

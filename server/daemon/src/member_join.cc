@@ -25,11 +25,6 @@ constexpr auto kJoinAttempt = std::chrono::seconds(2);
 // A member bootstrapping with `new` asks each peer once, briefly.
 constexpr auto kBootstrapCheck = std::chrono::milliseconds(1000);
 
-std::string OwnPeerUrl(const NodeConfig& config) {
-  const MemberInfo* self = config.FindMember(config.self_id());
-  return "http://" + (self != nullptr ? self->peer : config.listen_peer).ToString();
-}
-
 bool SameAddress(std::string_view a, std::string_view b) {
   Result<HostPort> x = ParseHostPort(a);
   Result<HostPort> y = ParseHostPort(b);
@@ -132,10 +127,20 @@ Result<std::optional<JoinedIdentity>> ReadJoinedIdentity(const std::string& data
   return std::optional<JoinedIdentity>(JoinedIdentity{cluster, NodeId(member)});
 }
 
+std::string OwnPeerUrl(const NodeConfig& config) {
+  const MemberInfo* self = config.FindMember(config.self_id());
+  return "http://" + (self != nullptr ? self->peer : config.listen_peer).ToString();
+}
+
 Status WriteJoinedIdentity(const std::string& data_dir, const JoinedIdentity& id) {
-  const std::string path = data_dir + "/" + kIdentityFile;
-  const std::string text =
-      fmt::format("cluster_id {:x}\nmember_id {:x}\n", id.cluster_id, id.member_id.value());
+  return WriteDataDirFile(
+      data_dir, kIdentityFile,
+      fmt::format("cluster_id {:x}\nmember_id {:x}\n", id.cluster_id, id.member_id.value()));
+}
+
+Status WriteDataDirFile(const std::string& data_dir, const std::string& name,
+                        std::string_view text) {
+  const std::string path = data_dir + "/" + name;
   const std::string tmp = path + ".tmp";
   std::error_code ignored;
   std::filesystem::remove(tmp, ignored);

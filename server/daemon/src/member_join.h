@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "epoch/node/node_config.h"
 #include "epoch/state/kv_store.h"
@@ -33,6 +34,12 @@ struct JoinedIdentity {
 };
 [[nodiscard]] Result<std::optional<JoinedIdentity>> ReadJoinedIdentity(const std::string& data_dir);
 [[nodiscard]] Status WriteJoinedIdentity(const std::string& data_dir, const JoinedIdentity& id);
+// This member's peer URL: its --initial-cluster entry, else its peer listener.
+[[nodiscard]] std::string OwnPeerUrl(const NodeConfig& config);
+// <data-dir>/<name> holding `text`, durably: written to a temporary file, synced, renamed over
+// the old one, the directory synced.
+[[nodiscard]] Status WriteDataDirFile(const std::string& data_dir, const std::string& name,
+                                      std::string_view text);
 
 // Decides and prepares as described above; `fresh` is whether the data directory holds no log.
 [[nodiscard]] Status PrepareMembership(NodeConfig* config, bool fresh);

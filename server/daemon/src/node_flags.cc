@@ -290,6 +290,10 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
       ->check(CLI::Range(std::int64_t{100}, std::int64_t{3'600'000}));
   app.add_flag("--enable-failpoints", c.enable_failpoints,
                "Serve /failpoint/... on the metrics listener (chaos tests; server/README.md)");
+  app.add_flag("--force-new-cluster", c.force_new_cluster,
+               "Disaster recovery (etcd's flag): restart this member on its data directory as the "
+               "only member of its cluster, discarding its uncommitted entries and removing every "
+               "other member (docs/runbook.md \"Lose quorum\")");
   app.add_flag("--strict-reconfig-check", c.strict_reconfig_check,
                "Refuse a membership change after which fewer than a quorum of the voters have "
                "started (etcd's flag, default true; --strict-reconfig-check=false to allow)");

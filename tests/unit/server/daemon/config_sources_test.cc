@@ -107,6 +107,7 @@ max-txn-ops: 64
   CHECK(node.config.listen_client_extra.size() == 1);
   CHECK(node.flags.log.level == "debug");
   CHECK(node.flags.config_file == path);
+  CHECK_FALSE(node.config.force_new_cluster);
   CHECK(Contains(warnings, "'max-wals' ignored"));
 }
 
@@ -115,7 +116,6 @@ TEST_CASE("config: etcd keys that would change behaviour are refused by name", "
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"enable-v2", "true"},
       {"auto-compaction-retention", "'1'"},
-      {"force-new-cluster", "true"},
       {"discovery", "https://discovery.etcd.io/abc"},
       {"discovery-srv", "example.com"},
       {"proxy", "'on'"},
@@ -249,6 +249,29 @@ TEST_CASE("config: the process environment is read as name=value pairs", "[serve
   char* list[] = {a, b, c, nullptr};
   Environment env = EnvironmentFrom(list);
   CHECK(env == Environment{{"EPOCH_NAME", "n1"}, {"EMPTY", ""}});
+}
+
+TEST_CASE("config: force-new-cluster from a file, a variable or the command line",
+          "[server][config]") {
+  TempDir dir("config-force");
+  const std::string path = WriteFile(
+      dir, "etcd.conf.yml",
+      fmt::format("name: n1\ndata-dir: {}/n1\ninitial-cluster: {}\nforce-new-cluster: true\n",
+                  dir.path(), kCluster));
+  Node from_file;
+  REQUIRE(from_file.Load({"--config-file", path}, {}).ok());
+  CHECK(from_file.config.force_new_cluster);
+  Node from_env;
+  REQUIRE(from_env.Load(BaseArgs(), {{"ETCD_FORCE_NEW_CLUSTER", "true"}}).ok());
+  CHECK(from_env.config.force_new_cluster);
+  std::vector<std::string> args = BaseArgs();
+  args.push_back("--force-new-cluster");
+  Node from_flag;
+  REQUIRE(from_flag.Load(args, {}).ok());
+  CHECK(from_flag.config.force_new_cluster);
+  Node without;
+  REQUIRE(without.Load(BaseArgs(), {}).ok());
+  CHECK_FALSE(without.config.force_new_cluster);
 }
 
 }  // namespace

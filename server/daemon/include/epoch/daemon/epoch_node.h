@@ -3,7 +3,8 @@
 // services and the metrics endpoint together. daemon/src/main.cc is a thin CLI around it; the
 // integration tests start several in one process.
 //
-// Data directory layout: <data-dir>/wal (wal/FORMAT.md), <data-dir>/kv (RocksDB).
+// Data directory layout: <data-dir>/wal (wal/FORMAT.md), <data-dir>/kv (RocksDB), and the files
+// docs/formats.md §1 lists.
 //
 // Threads: server/daemon/src/executors.h owns every thread the node runs (the Raft strand, the
 // peer transport and metrics endpoint, the watch and snapshot loops, the read pool, maintenance);

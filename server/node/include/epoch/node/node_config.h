@@ -121,6 +121,9 @@ struct NodeConfig {
   // (<data-dir>/member), not from --initial-cluster; its log starts empty.
   bool joined = false;
   std::uint64_t joined_cluster_id = 0;
+  // --force-new-cluster (etcd's): a member restarted on its data directory after its cluster lost
+  // quorum for good becomes the only member of its cluster (daemon/src/force_new_cluster.h).
+  bool force_new_cluster = false;
 
   std::chrono::milliseconds tick{10};
   raft::Config raft;  // id filled from `name`; timing in ticks
