@@ -63,9 +63,11 @@ struct TimingCluster {
   std::map<int, std::vector<std::string>> flags;
   ClusterPtr cluster;
 
-  explicit TimingCluster(std::map<int, std::vector<std::string>> initial = {})
+  explicit TimingCluster(std::map<int, std::vector<std::string>> initial = {},
+                         std::vector<int> may_exit = {})
       : flags(std::move(initial)) {
     test::ClusterOptions options;
+    options.may_exit = std::move(may_exit);
     options.epochd_path = EPOCHD_PATH;
     options.nodes = 3;
     options.extra_flags = {"--tick-ms", "10"};
@@ -136,7 +138,7 @@ TEST_CASE(
     "cluster timing: a member bootstrapped with an election timeout the others do not "
     "share stops, naming both",
     "[integration][timing]") {
-  TimingCluster t({{2, {"--election-timeout", "1000"}}});
+  TimingCluster t({{2, {"--election-timeout", "1000"}}}, /*may_exit=*/{2});
   TestCluster& cluster = *t.cluster;
   REQUIRE(Eventually([&] { return !cluster.IsRunning(2); }, seconds(30)));
   CHECK(cluster.ExitStatus(2) == 2);

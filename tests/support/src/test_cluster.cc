@@ -402,7 +402,9 @@ bool TestCluster::IsRunning(int i) {
 
 Status TestCluster::CheckAlive() {
   for (int i = 0; i < size(); ++i) {
-    if (nodes_[static_cast<std::size_t>(i)].started && !IsRunning(i)) {
+    const bool expected =
+        std::find(options_.may_exit.begin(), options_.may_exit.end(), i) != options_.may_exit.end();
+    if (nodes_[static_cast<std::size_t>(i)].started && !expected && !IsRunning(i)) {
       return Status::Aborted(fmt::format("{} exited on its own (status {}): {}", node(i).name,
                                          ExitStatus(i).value_or(-1), LogTail(i, 2048)));
     }

@@ -80,6 +80,9 @@ struct ClusterOptions {
   // More flags for node `index`, asked each time it starts (e.g. the chaos suite's
   // --peer-dial-override, which differs per node). `nodes` describes every node.
   std::function<std::vector<std::string>(int index, const std::vector<NodeInfo>& nodes)> node_flags;
+  // Nodes expected to exit on their own (a start the cluster refuses): their exit fails neither
+  // Start nor CheckAlive.
+  std::vector<int> may_exit;
   // Client TLS (https:// client URLs) when set.
   std::optional<ClusterTls> tls;
 };
