@@ -338,7 +338,8 @@ Status EpochNode::Impl::OpenStorage() {
   auto store = KvStore::Open(config_.data_dir + "/kv", store_options);
   if (!store.ok()) return store.status().Annotate("open state machine");
   store_ = std::move(*store);
-  booted_timing_ = store_->ClusterTiming();
+  // The record as the log will leave it: the store may be behind the log after a crash.
+  booted_timing_ = LatestLoggedTiming(*log_, store_->AppliedIndex(), store_->ClusterTiming());
   Result<std::optional<std::string>> timing = BootTiming(&config_, booted_timing_.get());
   if (!timing.ok()) return timing.status();
   if (timing->has_value()) spdlog::warn("name={} {}", config_.name, **timing);

@@ -77,6 +77,14 @@ std::optional<std::string> GivenTimingConflict(const NodeConfig& config,
       fmt::join(differ, "; "));
 }
 
+std::optional<std::string> FirstRecordConflict(const NodeConfig& config,
+                                               const v1::StoredClusterTiming& recorded) {
+  // A change (it has a previous setting): this member's store was behind when it started, and
+  // the cluster changed its timing since; the member adopts it like any change.
+  if (recorded.has_previous()) return std::nullopt;
+  return GivenTimingConflict(config, recorded.current());
+}
+
 Result<std::optional<std::string>> BootTiming(NodeConfig* config,
                                               const v1::StoredClusterTiming* recorded) {
   if (recorded == nullptr) return std::optional<std::string>();
@@ -103,8 +111,11 @@ Result<std::optional<std::string>> BootTiming(NodeConfig* config,
   return notice;
 }
 
-std::int64_t LongestLoggedElectionTimeoutMs(const raft::LogReader& log, LogIndex applied) {
-  std::int64_t longest = 0;
+namespace {
+
+// Calls `fn(index, change)` for each cluster timing entry of `log` after `applied`, in order.
+template <typename Fn>
+void ForEachLoggedTiming(const raft::LogReader& log, LogIndex applied, Fn fn) {
   LogIndex next = std::max(applied.Next(), log.FirstIndex());
   const LogIndex end = log.LastIndex().Next();
   while (next < end) {
@@ -113,11 +124,30 @@ std::int64_t LongestLoggedElectionTimeoutMs(const raft::LogReader& log, LogIndex
       if (e.type != raft::EntryType::kNormal || e.data.empty()) continue;
       v1::InternalRequest request;
       if (!request.ParseFromString(e.data) || !request.has_cluster_timing()) continue;
-      longest = std::max(longest, request.cluster_timing().timing().election_timeout_ms());
+      fn(e.index, request.cluster_timing());
     }
     next = entries.back().index.Next();
   }
+}
+
+}  // namespace
+
+std::int64_t LongestLoggedElectionTimeoutMs(const raft::LogReader& log, LogIndex applied) {
+  std::int64_t longest = 0;
+  ForEachLoggedTiming(log, applied, [&](LogIndex, const v1::SetClusterTiming& change) {
+    longest = std::max(longest, change.timing().election_timeout_ms());
+  });
   return longest;
+}
+
+ClusterTimingPtr LatestLoggedTiming(const raft::LogReader& log, LogIndex applied,
+                                    ClusterTimingPtr recorded) {
+  ForEachLoggedTiming(log, applied, [&](LogIndex index, const v1::SetClusterTiming& change) {
+    if (!ValidateClusterTiming(change.timing(), recorded.get()).ok()) return;
+    bool changed = false;
+    recorded = WithClusterTiming(recorded, change, index, &changed);
+  });
+  return recorded;
 }
 
 ClusterTimingKeeper::ClusterTimingKeeper(NodeContext& node, ClusterTimingPtr booted, Hooks hooks,
@@ -146,8 +176,7 @@ void ClusterTimingKeeper::Check() {
   const bool first = seen_ == nullptr;
   seen_ = recorded;
   if (first) {
-    if (std::optional<std::string> conflict =
-            GivenTimingConflict(node_.config(), recorded->current())) {
+    if (std::optional<std::string> conflict = FirstRecordConflict(node_.config(), *recorded)) {
       hooks_.refuse(*conflict);
       return;
     }

@@ -88,6 +88,20 @@ TEST_CASE("timing at start: after a lowered election timeout, withhold for the o
   CHECK(c.raft.boot_withhold_ticks == 30);
 }
 
+TEST_CASE(
+    "timing while running: the cluster's first record refuses a given value, a change does "
+    "not",
+    "[server][timing]") {
+  NodeConfig c = Member();
+  c.raft.election_timeout_min_ticks = 100;
+  c.given_timing.election_timeout = true;
+  const std::optional<std::string> first = FirstRecordConflict(c, Record(50, 150));
+  REQUIRE(first.has_value());
+  CHECK_THAT(*first, Catch::Contains("--election-timeout 1000 ms (the cluster's is 150 ms)"));
+  // A member that restarted with its store behind its log first sees a later change: it adopts.
+  CHECK_FALSE(FirstRecordConflict(c, Record(50, 300, /*previous_election=*/150)).has_value());
+}
+
 TEST_CASE("timing changes are checked against the Raft rules", "[server][timing]") {
   const NodeConfig c = Member();
   const v1::StoredClusterTiming record = Record(50, 150);
@@ -132,6 +146,19 @@ TEST_CASE("timing at start: the longest election timeout logged after the store'
   CHECK(LongestLoggedElectionTimeoutMs(log, LogIndex(3)) == 200);
   CHECK(LongestLoggedElectionTimeoutMs(log, LogIndex(5)) == 0);
   CHECK(LongestLoggedElectionTimeoutMs(log, LogIndex(6)) == 0);
+
+  // The record a start compares its flags with: the log's entries on top of the store's record.
+  auto stored = std::make_shared<v1::StoredClusterTiming>();
+  stored->mutable_current()->set_tick_ms(10);
+  stored->mutable_current()->set_heartbeat_ms(50);
+  stored->mutable_current()->set_election_timeout_ms(150);
+  ClusterTimingPtr latest = LatestLoggedTiming(log, LogIndex(1), stored);
+  REQUIRE(latest != nullptr);
+  CHECK(latest->current().election_timeout_ms() == 200);
+  CHECK(latest->previous().election_timeout_ms() == 450);
+  CHECK(latest->index() == 5);
+  CHECK(LatestLoggedTiming(log, LogIndex(5), stored) == stored);
+  CHECK(LatestLoggedTiming(log, LogIndex(5), nullptr) == nullptr);
 }
 
 }  // namespace

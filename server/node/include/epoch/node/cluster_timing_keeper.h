@@ -11,9 +11,9 @@
 //   the leader proposes its own settings (if_unset) when most voters report its election timeout,
 //   and otherwise hands leadership to a voter whose election timeout most voters run. A member
 //   whose given settings differ from that first record stops (the `refuse` hook) with the same
-//   message as at start. Every later change (epoch.v1.Settings/SetTiming) is adopted as this member
-//   applies it: the Raft core (raft::Node::UpdateTiming, safe in any order across members) and the
-//   lease bounds (the `adopt` hook).
+//   message as at start (FirstRecordConflict). Every later change (epoch.v1.Settings/SetTiming) is
+//   adopted as this member applies it: the Raft core (raft::Node::UpdateTiming, safe in any order
+//   across members) and the lease bounds (the `adopt` hook).
 //
 // Threading: BootTiming before anything runs; the keeper's checks run on `executor`. Stop()
 // before the executor's threads are joined.
@@ -51,6 +51,13 @@ namespace epoch::server {
 [[nodiscard]] std::optional<std::string> GivenTimingConflict(const NodeConfig& config,
                                                              const v1::TimingSettings& recorded);
 
+// The first record a running member sees, when its start found none: the refusal when it is the
+// cluster's first record (no previous setting) and a given setting differs from it. A change is
+// adopted instead: the member's store was behind its log when it started, and the cluster changed
+// its timing with SetTiming since (its next start compares its flags with the record).
+[[nodiscard]] std::optional<std::string> FirstRecordConflict(
+    const NodeConfig& config, const v1::StoredClusterTiming& recorded);
+
 // Start: adopts the record (if any) into `config`. InvalidArgument with GivenTimingConflict's
 // message when a given setting differs. Returns the notice to log when a default was replaced.
 [[nodiscard]] Result<std::optional<std::string>> BootTiming(
@@ -62,6 +69,12 @@ namespace epoch::server {
 // durable) lost it: at start it withholds its vote that long (raft::Config::boot_withhold_ticks).
 [[nodiscard]] std::int64_t LongestLoggedElectionTimeoutMs(const raft::LogReader& log,
                                                           LogIndex applied);
+
+// `recorded` (the store's record, may be null) with the cluster timing entries of `log` after
+// `applied` applied on top, as the state machine will apply them: what a member starting with its
+// store behind its log (the store is written without sync) compares its flags with.
+[[nodiscard]] ClusterTimingPtr LatestLoggedTiming(const raft::LogReader& log, LogIndex applied,
+                                                  ClusterTimingPtr recorded);
 
 class ClusterTimingKeeper {
  public:
