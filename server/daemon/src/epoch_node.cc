@@ -339,13 +339,14 @@ Status EpochNode::Impl::OpenStorage() {
   if (!store.ok()) return store.status().Annotate("open state machine");
   store_ = std::move(*store);
   // The record as the log will leave it: the store may be behind the log after a crash.
-  booted_timing_ = LatestLoggedTiming(*log_, store_->AppliedIndex(), store_->ClusterTiming());
+  const LoggedTiming logged =
+      ScanLoggedTiming(*log_, store_->AppliedIndex(), store_->ClusterTiming());
+  booted_timing_ = logged.latest;
   Result<std::optional<std::string>> timing = BootTiming(&config_, booted_timing_.get());
   if (!timing.ok()) return timing.status();
   if (timing->has_value()) spdlog::warn("name={} {}", config_.name, **timing);
-  const std::int64_t logged_ms = LongestLoggedElectionTimeoutMs(*log_, store_->AppliedIndex());
-  config_.raft.boot_withhold_ticks =
-      std::max(config_.raft.boot_withhold_ticks, logged_ms / config_.tick.count());
+  config_.raft.boot_withhold_ticks = std::max(
+      config_.raft.boot_withhold_ticks, logged.longest_election_timeout_ms / config_.tick.count());
   // The initial cluster's member table, unless the store has one (the log changes it after). A
   // member that joined gets the table with the leader's snapshot.
   if (!config_.joined) {

@@ -111,11 +111,9 @@ Result<std::optional<std::string>> BootTiming(NodeConfig* config,
   return notice;
 }
 
-namespace {
-
-// Calls `fn(index, change)` for each cluster timing entry of `log` after `applied`, in order.
-template <typename Fn>
-void ForEachLoggedTiming(const raft::LogReader& log, LogIndex applied, Fn fn) {
+LoggedTiming ScanLoggedTiming(const raft::LogReader& log, LogIndex applied,
+                              ClusterTimingPtr recorded) {
+  LoggedTiming out{std::move(recorded)};
   LogIndex next = std::max(applied.Next(), log.FirstIndex());
   const LogIndex end = log.LastIndex().Next();
   while (next < end) {
@@ -124,30 +122,16 @@ void ForEachLoggedTiming(const raft::LogReader& log, LogIndex applied, Fn fn) {
       if (e.type != raft::EntryType::kNormal || e.data.empty()) continue;
       v1::InternalRequest request;
       if (!request.ParseFromString(e.data) || !request.has_cluster_timing()) continue;
-      fn(e.index, request.cluster_timing());
+      const v1::SetClusterTiming& change = request.cluster_timing();
+      out.longest_election_timeout_ms =
+          std::max(out.longest_election_timeout_ms, change.timing().election_timeout_ms());
+      if (!ValidateClusterTiming(change.timing(), out.latest.get()).ok()) continue;
+      bool changed = false;
+      out.latest = WithClusterTiming(out.latest, change, e.index, &changed);
     }
     next = entries.back().index.Next();
   }
-}
-
-}  // namespace
-
-std::int64_t LongestLoggedElectionTimeoutMs(const raft::LogReader& log, LogIndex applied) {
-  std::int64_t longest = 0;
-  ForEachLoggedTiming(log, applied, [&](LogIndex, const v1::SetClusterTiming& change) {
-    longest = std::max(longest, change.timing().election_timeout_ms());
-  });
-  return longest;
-}
-
-ClusterTimingPtr LatestLoggedTiming(const raft::LogReader& log, LogIndex applied,
-                                    ClusterTimingPtr recorded) {
-  ForEachLoggedTiming(log, applied, [&](LogIndex index, const v1::SetClusterTiming& change) {
-    if (!ValidateClusterTiming(change.timing(), recorded.get()).ok()) return;
-    bool changed = false;
-    recorded = WithClusterTiming(recorded, change, index, &changed);
-  });
-  return recorded;
+  return out;
 }
 
 ClusterTimingKeeper::ClusterTimingKeeper(NodeContext& node, ClusterTimingPtr booted, Hooks hooks,

@@ -142,23 +142,23 @@ TEST_CASE("timing at start: the longest election timeout logged after the store'
               raft::Entry{Term(2), LogIndex(4), raft::EntryType::kNormal, put.SerializeAsString()},
               TimingEntry(5, 200),
               raft::Entry{Term(2), LogIndex(6), raft::EntryType::kNormal, "not a request"}});
-  CHECK(LongestLoggedElectionTimeoutMs(log, LogIndex(1)) == 450);
-  CHECK(LongestLoggedElectionTimeoutMs(log, LogIndex(3)) == 200);
-  CHECK(LongestLoggedElectionTimeoutMs(log, LogIndex(5)) == 0);
-  CHECK(LongestLoggedElectionTimeoutMs(log, LogIndex(6)) == 0);
+  CHECK(ScanLoggedTiming(log, LogIndex(1), nullptr).longest_election_timeout_ms == 450);
+  CHECK(ScanLoggedTiming(log, LogIndex(3), nullptr).longest_election_timeout_ms == 200);
+  CHECK(ScanLoggedTiming(log, LogIndex(5), nullptr).longest_election_timeout_ms == 0);
+  CHECK(ScanLoggedTiming(log, LogIndex(6), nullptr).longest_election_timeout_ms == 0);
 
   // The record a start compares its flags with: the log's entries on top of the store's record.
   auto stored = std::make_shared<v1::StoredClusterTiming>();
   stored->mutable_current()->set_tick_ms(10);
   stored->mutable_current()->set_heartbeat_ms(50);
   stored->mutable_current()->set_election_timeout_ms(150);
-  ClusterTimingPtr latest = LatestLoggedTiming(log, LogIndex(1), stored);
+  ClusterTimingPtr latest = ScanLoggedTiming(log, LogIndex(1), stored).latest;
   REQUIRE(latest != nullptr);
   CHECK(latest->current().election_timeout_ms() == 200);
   CHECK(latest->previous().election_timeout_ms() == 450);
   CHECK(latest->index() == 5);
-  CHECK(LatestLoggedTiming(log, LogIndex(5), stored) == stored);
-  CHECK(LatestLoggedTiming(log, LogIndex(5), nullptr) == nullptr);
+  CHECK(ScanLoggedTiming(log, LogIndex(5), stored).latest == stored);
+  CHECK(ScanLoggedTiming(log, LogIndex(5), nullptr).latest == nullptr);
 }
 
 }  // namespace

@@ -63,18 +63,19 @@ namespace epoch::server {
 [[nodiscard]] Result<std::optional<std::string>> BootTiming(
     NodeConfig* config, const v1::StoredClusterTiming* recorded);
 
-// The longest election timeout (ms) among the cluster timing entries of `log` after `applied`; 0
-// when there are none. A member may have applied such an entry, and answered its leader with that
-// timeout, just before it stopped, while its store (written without sync: the log is what is
-// durable) lost it: at start it withholds its vote that long (raft::Config::boot_withhold_ticks).
-[[nodiscard]] std::int64_t LongestLoggedElectionTimeoutMs(const raft::LogReader& log,
-                                                          LogIndex applied);
-
-// `recorded` (the store's record, may be null) with the cluster timing entries of `log` after
-// `applied` applied on top, as the state machine will apply them: what a member starting with its
-// store behind its log (the store is written without sync) compares its flags with.
-[[nodiscard]] ClusterTimingPtr LatestLoggedTiming(const raft::LogReader& log, LogIndex applied,
-                                                  ClusterTimingPtr recorded);
+// What a member's log holds past its store's applied index (the store is written without sync:
+// the log is what is durable), read in one pass at start.
+struct LoggedTiming {
+  // `recorded` (the store's record, may be null) with the log's cluster timing entries applied on
+  // top, as the state machine will apply them: what the member compares its flags with.
+  ClusterTimingPtr latest;
+  // The longest election timeout (ms) among those entries; 0 when there are none. The member may
+  // have applied such an entry, and answered its leader with that timeout, just before it stopped:
+  // at start it withholds its vote that long (raft::Config::boot_withhold_ticks).
+  std::int64_t longest_election_timeout_ms = 0;
+};
+[[nodiscard]] LoggedTiming ScanLoggedTiming(const raft::LogReader& log, LogIndex applied,
+                                            ClusterTimingPtr recorded);
 
 class ClusterTimingKeeper {
  public:
