@@ -28,7 +28,7 @@
 
 #include "epoch/lease/lease_manager.h"
 #include "epoch/rpc/async_rpc.h"
-#include "epoch/rpc/stream_slots.h"
+#include "epoch/stream_slots.h"
 
 namespace epoch::server {
 
@@ -47,14 +47,14 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
         to_response_(std::move(to_response)),
         shared_(std::make_shared<Shared>()) {
     shared_->stream = this;
-    rpc::StreamSlots::Refusal why = rpc::StreamSlots::Refusal::kNone;
+    StreamSlots::Refusal why = StreamSlots::Refusal::kNone;
     slot_ = leases_.keepalive_slots().Acquire(peer, &why);
     if (!slot_) {
       std::lock_guard lock(shared_->mu);
       reads_done_ = finishing_ = true;
       this->Finish(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
-          why == rpc::StreamSlots::Refusal::kTotal
+          why == StreamSlots::Refusal::kTotal
               ? "epoch: too many keep-alive streams on this member (--max-keepalive-streams)"
               : "epoch: too many keep-alive streams from this address "
                 "(--max-keepalive-streams-per-address)"));
@@ -160,8 +160,8 @@ class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
   const std::function<std::int64_t(const Request&)> id_of_;
   const std::function<Response(const KeepAliveOutcome&)> to_response_;
   std::shared_ptr<Shared> shared_;
-  std::unique_ptr<rpc::StreamSlots::Slot> slot_;  // null: refused at open
-  Request request_;                               // the read in progress (one at a time)
+  std::unique_ptr<StreamSlots::Slot> slot_;  // null: refused at open
+  Request request_;                          // the read in progress (one at a time)
 
   // Guarded by shared_->mu.
   bool reads_done_ = false;

@@ -51,7 +51,7 @@
 #include "epoch/lease/lease_keepalive_batcher.h"
 #include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
-#include "epoch/rpc/stream_slots.h"
+#include "epoch/stream_slots.h"
 
 namespace epoch::server {
 
@@ -110,7 +110,7 @@ class LeaseManager {
   // A keep-alive stream was ended for not reading its answers (--keepalive-queue-max).
   void NoteKeepAliveStreamCut() { keepalive_streams_cut_.fetch_add(1); }
   // Admission of keep-alive streams (--max-keepalive-streams, --max-keepalive-streams-per-address).
-  [[nodiscard]] rpc::StreamSlots& keepalive_slots() { return keepalive_slots_; }
+  [[nodiscard]] StreamSlots& keepalive_slots() { return keepalive_slots_; }
   // Prometheus text for /metrics: the counters of LeaseStats, the cluster clock and the bounds.
   void RenderMetrics(MetricsText& m) const;
   // The services count the grants and revokes they answer (not those forwarded to them, which the
@@ -182,7 +182,7 @@ class LeaseManager {
 
   // Published for other threads.
   std::atomic<std::uint64_t> keepalive_streams_cut_{0};
-  rpc::StreamSlots keepalive_slots_;
+  StreamSlots keepalive_slots_;
   mutable std::mutex mu_;
   ClusterClock published_clock_;  // guarded by mu_: a copy of clock_ after each tick
   LeaseStats stats_;              // guarded by mu_ (cluster_time_ms filled by Stats())

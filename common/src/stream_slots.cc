@@ -1,8 +1,8 @@
-#include "epoch/rpc/stream_slots.h"
+#include "epoch/stream_slots.h"
 
 #include <utility>
 
-namespace epoch::server::rpc {
+namespace epoch {
 
 std::string StreamSlots::AddressOf(std::string_view peer) {
   if (peer.starts_with("unix:")) return std::string(peer);
@@ -17,7 +17,10 @@ std::string StreamSlots::AddressOf(std::string_view peer) {
 }
 
 std::unique_ptr<StreamSlots::Slot> StreamSlots::Acquire(std::string_view peer, Refusal* why) {
-  std::string address = AddressOf(peer);
+  return AcquireFor(AddressOf(peer), why);
+}
+
+std::unique_ptr<StreamSlots::Slot> StreamSlots::AcquireFor(std::string address, Refusal* why) {
   std::lock_guard lock(mu_);
   if (open_ >= total_max_) {
     ++refused_total_;
@@ -70,4 +73,4 @@ void StreamSlots::RenderMetrics(MetricsText& m, const std::string& name,
                    refused);
 }
 
-}  // namespace epoch::server::rpc
+}  // namespace epoch

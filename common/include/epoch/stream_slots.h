@@ -1,8 +1,9 @@
-// StreamSlots: admission for one kind of long-lived stream. At most `total` streams are open at
-// once on this member and at most `per_address` from one remote address (the peer's IP, without
-// its port), so one client machine cannot hold the member's memory and threads with thousands of
-// idle or abusive streams while others still get theirs. A stream holds its slot (Slot, RAII)
-// until it ends; a refused stream is counted by reason.
+// StreamSlots: admission for one kind of long-lived stream or connection. At most `total` are
+// open at once on this member and at most `per_address` from one remote address (the peer's IP,
+// without its port), so one client machine cannot hold the member's memory and threads with
+// thousands of idle or abusive streams while others still get theirs. A stream holds its slot
+// (Slot, RAII) until it ends; a refused stream is counted by reason. Users: the lease keep-alive
+// streams (server/lease) and the HTTP gateway's connections (server/gateway).
 //
 // Threading: thread-safe; a Slot may be released on any thread. The StreamSlots outlives its
 // slots.
@@ -18,7 +19,7 @@
 
 #include "epoch/metrics_text.h"
 
-namespace epoch::server::rpc {
+namespace epoch {
 
 class StreamSlots {
  public:
@@ -42,6 +43,8 @@ class StreamSlots {
   // A slot for a stream from `peer` (grpc::ServerContext::peer(): "ipv4:10.0.0.1:5000",
   // "ipv6:[::1]:5000", "unix:/path"), or null with the reason in *why.
   [[nodiscard]] std::unique_ptr<Slot> Acquire(std::string_view peer, Refusal* why);
+  // The same for a remote address already without its port ("10.0.0.1", "::1").
+  [[nodiscard]] std::unique_ptr<Slot> AcquireFor(std::string address, Refusal* why);
 
   // Gauge `<name>` (open streams) and counter `<name>_refused_total{reason}`.
   void RenderMetrics(MetricsText& m, const std::string& name, const std::string& what) const;
@@ -64,4 +67,4 @@ class StreamSlots {
   std::uint64_t refused_total_ = 0;             // guarded by mu_
 };
 
-}  // namespace epoch::server::rpc
+}  // namespace epoch

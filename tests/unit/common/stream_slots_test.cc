@@ -1,13 +1,13 @@
 // StreamSlots: the per-address and member-wide caps on open streams, release on slot destruction,
 // the refusal counters, and the address taken from gRPC's peer strings.
-#include "epoch/rpc/stream_slots.h"
+#include "epoch/stream_slots.h"
 
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace epoch::server::rpc {
+namespace epoch {
 namespace {
 
 using Refusal = StreamSlots::Refusal;
@@ -73,4 +73,4 @@ TEST_CASE("stream slots: metrics show open streams and refusals by reason", "[rp
 }
 
 }  // namespace
-}  // namespace epoch::server::rpc
+}  // namespace epoch
