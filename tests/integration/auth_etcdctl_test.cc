@@ -182,5 +182,28 @@ TEST_CASE("auth: a bad token is refused; a token survives a leader kill; auth su
                Msg(etcd_errors::kPermissionDenied));
 }
 
+TEST_CASE("auth: a token works at once on a member that has not applied its Authenticate yet",
+          "[integration][auth]") {
+  auto cluster = StartCluster(3);
+  SetUpUsers(*cluster);
+  Result<int> leader = cluster->WaitHealthy(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  const int behind = (*leader + 1) % 3;
+  // The member sleeps through the Authenticate entry; the call with the new token reaches it as
+  // it wakes, racing the entry's append, and must not be refused either way.
+  for (int round = 0; round < 5; ++round) {
+    cluster->Pause(behind);
+    const std::string token = Token(*cluster, *leader, "worker", "workpw");
+    cluster->Resume(behind);
+    const grpc::Status got = GetWithToken(*cluster, behind, token, "/config");
+    INFO("round " << round << ": " << got.error_message());
+    REQUIRE(got.ok());
+  }
+  const std::optional<double> waited =
+      cluster->Metric(behind, "epoch_auth_token_waits_total{outcome=\"applied\"}");
+  INFO("calls that waited for the entry: " << waited.value_or(-1));
+  CHECK(waited.has_value());
+}
+
 }  // namespace
 }  // namespace epoch::integration

@@ -1,5 +1,6 @@
 #include "epoch/api/auth_service.h"
 
+#include <array>
 #include <asio.hpp>
 
 #include "auth_failure_limiter.h"
@@ -172,6 +173,14 @@ void AuthService::RenderMetrics(MetricsText& m) const {
             "Authenticate calls refused unchecked: too many failed attempts for the user or from "
             "the client address.",
             rate_limited_.load(std::memory_order_relaxed));
+  const AuthTokens::WaitCounts w = node_.auth().tokens().wait_counts();
+  const std::array<std::pair<std::string_view, std::uint64_t>, 3> waits{
+      {{"applied", w.applied}, {"timed_out", w.timed_out}, {"busy", w.busy}}};
+  m.LabeledCounter("epoch_auth_token_waits_total",
+                   "Calls whose simple token named an Authenticate entry this member had not "
+                   "applied yet, by outcome: applied (the wait ended with the entry applied), "
+                   "timed_out, busy (refused without waiting: too many waiters).",
+                   "outcome", waits);
   // etcd's name (auth/metrics.go).
   m.Gauge("etcd_debugging_auth_revision", "The current revision of auth store.",
           node_.store().Auth()->revision);

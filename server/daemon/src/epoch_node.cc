@@ -542,12 +542,16 @@ void EpochNode::Impl::Subscribe() {
   state_machine_->AddAppliedHook([feed = recipe_feed_.get()](LogIndex, const ApplyResult& r) {
     feed->Publish(r.revision, r.events);
   });
-  state_machine_->AddAppliedHook([tokens = &context_->auth().tokens()](
-                                     LogIndex, const ApplyResult& r) { tokens->OnApplied(r); });
-  snapshots_->AddInstalledHook([weak_hub, feed = recipe_feed_.get()](const raft::SnapshotMeta&) {
-    if (auto hub = weak_hub.lock()) hub->Resync();
-    feed->Resync();
-  });
+  AuthTokens* tokens = &context_->auth().tokens();
+  tokens->OnAppliedUpTo(state_machine_->AppliedIndex());
+  state_machine_->AddAppliedHook(
+      [tokens](LogIndex index, const ApplyResult& r) { tokens->OnApplied(index, r); });
+  snapshots_->AddInstalledHook(
+      [weak_hub, feed = recipe_feed_.get(), tokens](const raft::SnapshotMeta& meta) {
+        if (auto hub = weak_hub.lock()) hub->Resync();
+        feed->Resync();
+        tokens->OnAppliedUpTo(meta.index);
+      });
 }
 
 void EpochNode::Impl::StartRemovalProbe() {

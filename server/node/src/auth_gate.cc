@@ -2,6 +2,9 @@
 
 #include <grpcpp/security/auth_context.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "epoch/etcd_errors.h"
 
 namespace epoch::server {
@@ -17,6 +20,17 @@ std::string CertificateCommonName(const grpc::ServerContext& ctx) {
   std::vector<grpc::string_ref> cn = auth->FindPropertyValues("x509_common_name");
   if (cn.empty()) return {};
   return std::string(cn.front().data(), cn.front().size());
+}
+
+// How long a call waits for this member to apply the Authenticate entry its token names: the
+// call's deadline, and at most kIssuedTokenWait (a member further behind is not serving well).
+constexpr auto kIssuedTokenWait = std::chrono::seconds(1);
+
+std::chrono::steady_clock::time_point IssuedTokenDeadline(const grpc::ServerContext& ctx) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      ctx.deadline() - std::chrono::system_clock::now());
+  return now + std::clamp<std::chrono::steady_clock::duration>(left, {}, kIssuedTokenWait);
 }
 
 }  // namespace
@@ -43,6 +57,9 @@ Result<AuthCaller> AuthGate::Caller(const grpc::ServerContext& ctx) {
       return caller;
     }
     std::optional<std::string> user = tokens_.Lookup(text, store_.ClusterTimeMs());
+    if (!user && tokens_.WaitIssued(text, IssuedTokenDeadline(ctx))) {
+      user = tokens_.Lookup(text, store_.ClusterTimeMs());
+    }
     if (!user) return etcd_errors::kInvalidAuthToken.ToStatus();
     caller.user = std::move(*user);
     return caller;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 
 namespace epoch::server {
 
@@ -17,10 +18,33 @@ std::string AuthTokens::NewToken() {
   return out;
 }
 
-void AuthTokens::OnApplied(const ApplyResult& result) {
+std::optional<LogIndex> AuthTokens::IssuedIndex(std::string_view token) {
+  const std::size_t dot = token.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const std::string_view digits = token.substr(dot + 1);
+  std::uint64_t index = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+    return std::nullopt;
+  }
+  return LogIndex(index);
+}
+
+void AuthTokens::OnAppliedUpTo(LogIndex index) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_applied_ = std::max(last_applied_, index);
+  }
+  applied_cv_.notify_all();
+}
+
+void AuthTokens::OnApplied(LogIndex index, const ApplyResult& result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_applied_ = std::max(last_applied_, index);
+  // Waiters re-check once the lock is released; with none, notify costs nothing.
+  if (waiters_ > 0) applied_cv_.notify_all();
   if (!result.status.ok() || !result.response.has_auth()) return;
   const v1::AuthResult& auth = result.response.auth();
-  std::lock_guard<std::mutex> lock(mu_);
   if (auth.drop_all_tokens()) tokens_.clear();
   if (!auth.drop_tokens_of().empty()) {
     std::erase_if(tokens_, [&](const auto& t) { return t.second.user == auth.drop_tokens_of(); });
@@ -45,6 +69,30 @@ std::optional<std::string> AuthTokens::Lookup(std::string_view token, std::int64
   Entry& entry = found->second;
   entry.expires_cluster_ms = std::max(entry.expires_cluster_ms, now_cluster_ms + renew_ttl_ms_);
   return entry.user;
+}
+
+bool AuthTokens::WaitIssued(std::string_view token,
+                            std::chrono::steady_clock::time_point deadline) {
+  const std::optional<LogIndex> index = IssuedIndex(token);
+  if (!index) return false;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (*index <= last_applied_) return true;  // perhaps applied since the caller's Lookup
+  if (index->value() - last_applied_.value() > kMaxIndexAhead) return false;
+  if (waiters_ >= kMaxWaiters) {
+    ++waits_.busy;
+    return false;
+  }
+  ++waiters_;
+  const bool applied =
+      applied_cv_.wait_until(lock, deadline, [&] { return *index <= last_applied_; });
+  --waiters_;
+  ++(applied ? waits_.applied : waits_.timed_out);
+  return applied;
+}
+
+AuthTokens::WaitCounts AuthTokens::wait_counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waits_;
 }
 
 std::size_t AuthTokens::size() const {

@@ -1,5 +1,7 @@
 #include "epoch/state/auth_state.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -95,7 +97,7 @@ Status ApplyDisable(const AuthStatePtr& state, AuthStatePtr* next, v1::AuthResul
   return Status::Ok();
 }
 
-Status ApplyAuthenticate(const AuthState& state, const v1::AuthenticateEntry& entry,
+Status ApplyAuthenticate(const AuthState& state, const v1::AuthenticateEntry& entry, LogIndex index,
                          std::int64_t now_ms, v1::AuthResult* result) {
   if (!state.enabled) return Err(etcd_errors::kAuthNotEnabled);
   if (!state.users.contains(entry.name())) return Err(etcd_errors::kAuthFailed);
@@ -103,7 +105,9 @@ Status ApplyAuthenticate(const AuthState& state, const v1::AuthenticateEntry& en
   if (entry.token().empty() || entry.ttl_ms() <= 0) {
     return Status::InvalidArgument("epoch: an authenticate entry needs a token and a TTL");
   }
-  result->set_token(entry.token());
+  // etcd's simple-token form "<random>.<index>": a member that has not applied the entry yet
+  // knows from the token whether waiting for its log can make it valid (AuthTokens).
+  result->set_token(fmt::format("{}.{}", entry.token(), index.value()));
   result->set_user(entry.name());
   result->set_expires_cluster_ms(now_ms + entry.ttl_ms());
   return Status::Ok();
@@ -367,7 +371,7 @@ bool IsAuthChange(const InternalRequest& request) {
   }
 }
 
-Status ApplyAuthChange(const AuthStatePtr& state, const InternalRequest& request,
+Status ApplyAuthChange(const AuthStatePtr& state, const InternalRequest& request, LogIndex index,
                        std::int64_t now_cluster_ms, AuthStatePtr* next, v1::AuthResult* result) {
   *next = state;
   const AuthState& s = *state;
@@ -375,7 +379,7 @@ Status ApplyAuthChange(const AuthStatePtr& state, const InternalRequest& request
     case InternalRequest::kAuthEnable: return ApplyEnable(state, next);
     case InternalRequest::kAuthDisable: return ApplyDisable(state, next, result);
     case InternalRequest::kAuthenticate:
-      return ApplyAuthenticate(s, request.authenticate(), now_cluster_ms, result);
+      return ApplyAuthenticate(s, request.authenticate(), index, now_cluster_ms, result);
     case InternalRequest::kAuthUserAdd: return ApplyUserAdd(s, request.auth_user_add(), next);
     case InternalRequest::kAuthUserDelete:
       return ApplyUserDelete(s, request.auth_user_delete(), next, result);

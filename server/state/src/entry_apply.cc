@@ -205,8 +205,8 @@ Status ApplyRequest(const EntryContext& ctx, KvStore::Meta* meta, const Internal
     if (!out->status.ok()) return Status::Ok();
   }
   if (IsAuthChange(req)) {
-    out->status = ApplyAuthChange(meta->auth, req, meta->cluster_time_ms, &meta->auth,
-                                  out->response.mutable_auth());
+    out->status = ApplyAuthChange(meta->auth, req, meta->applied, meta->cluster_time_ms,
+                                  &meta->auth, out->response.mutable_auth());
     return Status::Ok();
   }
   switch (req.request_case()) {

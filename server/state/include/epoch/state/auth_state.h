@@ -21,6 +21,7 @@
 
 #include "authpb/auth.pb.h"
 #include "epoch/status.h"
+#include "epoch/strong_int.h"
 #include "epoch/v1/internal.pb.h"
 #include "etcdserverpb/rpc.pb.h"
 
@@ -76,9 +77,12 @@ Status CheckRequestPermission(const AuthState& state, std::string_view user,
 
 // Applies an auth change to `state` with etcd's rules and errors: on success `*next` is the new
 // state (the same pointer for a change that changes nothing, as etcd ignores a role granted
-// twice) and `*result` says what it did; on a request error nothing is changed.
+// twice) and `*result` says what it did; on a request error nothing is changed. `index` is the
+// entry's log index: an Authenticate's token is its entry's token followed by ".<index>", as
+// etcd's simple tokens.
 Status ApplyAuthChange(const AuthStatePtr& state, const v1::InternalRequest& request,
-                       std::int64_t now_cluster_ms, AuthStatePtr* next, v1::AuthResult* result);
+                       LogIndex index, std::int64_t now_cluster_ms, AuthStatePtr* next,
+                       v1::AuthResult* result);
 
 // The stored form (`m auth`) and back.
 [[nodiscard]] v1::StoredAuth ToStoredAuth(const AuthState& state);
