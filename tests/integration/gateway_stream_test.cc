@@ -174,7 +174,7 @@ TEST_CASE("gateway maintenance, cluster, lock and election paths answer", "[gate
   CHECK(JsonShape(members).find("members:[{") != std::string::npos);
   const std::string status = PostOk(port, "/v3/maintenance/status", "{}");
   CHECK(JsonField(status, "leader").size() > 2);
-  CHECK(JsonField(status, "version") == "\"3.5.0\"");
+  CHECK(JsonField(status, "version") == "\"3.4.0\"");
   CHECK(JsonField(PostOk(port, "/v3/maintenance/alarm", R"({"action":"GET"})"), "alarms").empty());
   // Epoch's Maintenance.Hash is Unimplemented (HashKV is served); the gateway passes it on.
   const HttpResult hash = Curl(port, "POST", "/v3/maintenance/hash", "{}");
@@ -216,10 +216,8 @@ TEST_CASE("gateway maintenance, cluster, lock and election paths answer", "[gate
 
 // A client that sends a watch and never reads: once 8 MiB of answers wait for it, the stream is
 // cut and counted, and the member goes on serving.
-TEST_CASE("gateway: a watch client that does not read is cut, not buffered without bound",
-          "[gateway]") {
-  ClusterPtr cluster = StartCluster(1);
-  const std::uint16_t port = cluster->node(0).client_port;
+// A plaintext socket connected to 127.0.0.1:port.
+int Connect(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   sockaddr_in addr{};
@@ -227,6 +225,14 @@ TEST_CASE("gateway: a watch client that does not read is cut, not buffered witho
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  return fd;
+}
+
+TEST_CASE("gateway: a watch client that does not read is cut, not buffered without bound",
+          "[gateway]") {
+  ClusterPtr cluster = StartCluster(1);
+  const std::uint16_t port = cluster->node(0).client_port;
+  const int fd = Connect(port);
   int small = 4096;  // keep the kernel from absorbing the stream for us
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
   const std::string body = R"({"create_request":{"key":"cw=="}})";
@@ -250,6 +256,59 @@ TEST_CASE("gateway: a watch client that does not read is cut, not buffered witho
       seconds(20)));
   ::close(fd);
   PostOk(port, "/v3/kv/range", R"({"key":"cw==","count_only":true})");
+}
+
+// A connected plaintext socket to 127.0.0.1:port that has sent `bytes`.
+int ConnectAndSend(std::uint16_t port, const std::string& bytes) {
+  const int fd = Connect(port);
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(bytes.size()));
+  return fd;
+}
+
+TEST_CASE("gateway: connections past the per-address cap get 503 and are counted", "[gateway]") {
+  ClusterPtr cluster = StartCluster(1, {"--max-gateway-connections-per-address", "3"});
+  const std::uint16_t port = cluster->node(0).client_port;
+  // Two clients that start a request and never finish it hold two of the three slots.
+  std::vector<int> held;
+  for (int i = 0; i < 2; ++i) held.push_back(ConnectAndSend(port, "GET /version HTTP/1.1\r\n"));
+  REQUIRE(Eventually(
+      [&] {
+        const HttpResult page = Curl(port, "GET", "/metrics");
+        return page.code == 200 && SampleValue(page.body, "epoch_gateway_connections") == 3;
+      },
+      seconds(10)));
+  // A third holder takes the last slot: the next request is refused before it is read.
+  held.push_back(ConnectAndSend(port, "GET /version HTTP/1.1\r\n"));
+  HttpResult refused;
+  REQUIRE(Eventually(
+      [&] {
+        refused = Curl(port, "GET", "/version");
+        return refused.code == 503;
+      },
+      seconds(10)));
+  CHECK(JsonField(refused.body, "code") == "14");
+  CHECK(refused.body.find("--max-gateway-connections-per-address") != std::string::npos);
+  // gRPC clients are not gateway connections: they still get served.
+  auto kv = etcdserverpb::KV::NewStub(cluster->Channel(0));
+  CHECK(Put(*kv, "k", "v", nullptr, seconds(10)).ok());
+  // A holder leaves: its slot is free again, and the refusal was counted.
+  ::close(held.back());
+  held.pop_back();
+  std::string page;
+  REQUIRE(Eventually(
+      [&] {
+        const HttpResult r = Curl(port, "GET", "/metrics");
+        page = r.body;
+        return r.code == 200;
+      },
+      seconds(10)));
+  const std::optional<double> per_address =
+      SampleValue(page, "epoch_gateway_connections_refused_total", {"reason=\"per_address\""});
+  CHECK(per_address.value_or(0) >= 1);
+  CHECK(SampleValue(page, "epoch_gateway_connections_refused_total", {"reason=\"total\""}) == 0);
+  for (int fd : held) ::close(fd);
+  CHECK(Curl(port, "GET", "/version").code == 200);
 }
 
 }  // namespace

@@ -706,6 +706,8 @@ std::unique_ptr<gateway::GatewayHttp> EpochNode::Impl::MakeGateway() {
   options.max_body_bytes = config_.limits.max_request_bytes / 3 * 4 + (512 << 10);
   options.server_version = kEtcdApiVersion;
   options.cluster_version = EtcdClusterVersion(kEtcdApiVersion);
+  options.max_connections = config_.gateway_connections_max;
+  options.max_connections_per_address = config_.gateway_connections_per_address_max;
   return std::make_unique<gateway::GatewayHttp>(
       grpc_server_->InProcessChannel(args), std::move(options),
       [this](const std::string& path, gateway::GatewayHttp::Respond respond) {

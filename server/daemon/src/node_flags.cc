@@ -224,6 +224,14 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
                  "Lease keep-alive streams open at once from one client address (an etcd client "
                  "keeps one for all its leases); past it a new stream is refused")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  app.add_option("--max-gateway-connections", c.gateway_connections_max,
+                 "HTTP/JSON gateway connections open at once on this member; past it a new "
+                 "connection gets 503")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  app.add_option("--max-gateway-connections-per-address", c.gateway_connections_per_address_max,
+                 "HTTP/JSON gateway connections open at once from one client address; past it a "
+                 "new connection gets 503")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   app.add_option("--max-watchers-per-stream", c.watchers_per_stream_max,
                  "Watchers one watch stream may hold; a create past it is refused")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));

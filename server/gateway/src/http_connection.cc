@@ -56,12 +56,14 @@ bool PrintableAscii(std::string_view s) {
 template <typename Stream>
 HttpConnection<Stream>::HttpConnection(tcp::socket socket,
                                        std::shared_ptr<GatewayHttp::Shared> shared,
+                                       std::unique_ptr<StreamSlots::Slot> slot,
                                        std::shared_ptr<asio::ssl::context> tls)
     : tls_(std::move(tls)),
       stream_(MakeStream(std::move(socket), tls_.get())),
       strand_(asio::make_strand(stream_.get_executor())),
       timer_(strand_),
       shared_(std::move(shared)),
+      slot_(std::move(slot)),
       in_(GatewayHttp::kMaxHeadBytes) {}
 
 template <typename Stream>

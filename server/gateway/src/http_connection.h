@@ -18,6 +18,7 @@
 #include "epoch/gateway/gateway_http.h"
 #include "epoch/gateway/http_request.h"
 #include "epoch/gateway/route_table.h"
+#include "epoch/stream_slots.h"
 #include "grpc_calls.h"
 
 namespace epoch::gateway {
@@ -28,7 +29,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
   static constexpr bool kTls = !std::is_same_v<Stream, asio::ip::tcp::socket>;
 
   // `tls` is the TLS context for a TLS stream, null for a plain socket.
+  // `slot` is the connection's admission (released when the connection is destroyed).
   HttpConnection(asio::ip::tcp::socket socket, std::shared_ptr<GatewayHttp::Shared> shared,
+                 std::unique_ptr<StreamSlots::Slot> slot,
                  std::shared_ptr<asio::ssl::context> tls = nullptr);
   void Start();
 
@@ -80,8 +83,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_;
   std::shared_ptr<GatewayHttp::Shared> shared_;
-  asio::streambuf in_;  // the head (at most kMaxHeadBytes) and what follows it
-  std::string body_;    // the body being read
+  std::unique_ptr<StreamSlots::Slot> slot_;  // destroyed before shared_, which owns its slots
+  asio::streambuf in_;                       // the head (at most kMaxHeadBytes) and what follows it
+  std::string body_;                         // the body being read
 
   HttpRequestHead head_;
   const Route* route_ = nullptr;      // of the request being served

@@ -15,8 +15,10 @@ namespace epoch::server {
 
 class SnapshotManager;
 
-// The etcd API version we speak (what `etcdctl endpoint status` shows as VERSION).
-inline constexpr char kEtcdApiVersion[] = "3.5.0";
+// The etcd API version Epoch speaks, etcd 3.4's (what `etcdctl endpoint status` shows as VERSION,
+// `GET /version` and `etcd_server_version` report): clients that choose a protocol by version,
+// such as Patroni, take their etcd 3.4 path.
+inline constexpr char kEtcdApiVersion[] = "3.4.0";
 
 class MaintenanceService final : public etcdserverpb::Maintenance::AsyncService {
  public:

@@ -14,7 +14,10 @@
 // Bounds: a request head over kMaxHeadBytes gets 431; a body over options.max_body_bytes 413;
 // a chunked request body 411 (each then closes); a connection silent for kIdleTimeout with a
 // request unfinished or none started is closed. A stream whose client reads slower than the
-// stream produces is cut once options.max_buffered_bytes of output wait (counted).
+// stream produces is cut once options.max_buffered_bytes of output wait (counted). At most
+// options.max_connections connections are open at once, options.max_connections_per_address from
+// one remote address; a connection past either gets 503 with an etcd error body (plaintext) or
+// is closed (TLS), and is counted.
 //
 // Threading: Serve from any thread; each connection runs on a strand of the socket's executor.
 // gRPC's callback threads convert responses to JSON and post the bytes there.
@@ -40,6 +43,10 @@ struct GatewayOptions {
   std::size_t max_body_bytes = 2 << 20;
   // Stream output waiting for a slow reader, per connection, before the stream is cut.
   std::size_t max_buffered_bytes = 8 << 20;
+  // Connections open at once, in all and from one remote address (--max-gateway-connections,
+  // --max-gateway-connections-per-address).
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_address = 256;
   std::string server_version;   // /version's "etcdserver"
   std::string cluster_version;  // /version's "etcdcluster"
 };
@@ -73,7 +80,8 @@ class GatewayHttp {
   void ServeTls(asio::ip::tcp::socket socket, std::shared_ptr<asio::ssl::context> tls);
 
   // epoch_gateway_requests_total{path,code}, epoch_gateway_streams,
-  // epoch_gateway_streams_cut_total, epoch_gateway_connections_dropped_total.
+  // epoch_gateway_streams_cut_total, epoch_gateway_connections_dropped_total,
+  // epoch_gateway_connections, epoch_gateway_connections_refused_total{reason}.
   void RenderMetrics(MetricsText& m) const;
 
   struct Shared;

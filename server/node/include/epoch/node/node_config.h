@@ -175,6 +175,11 @@ struct NodeConfig {
   // leases); a stream past either is refused with RESOURCE_EXHAUSTED.
   std::size_t keepalive_streams_max = 10'000;
   std::size_t keepalive_streams_per_address_max = 256;
+  // --max-gateway-connections, --max-gateway-connections-per-address: HTTP/JSON gateway
+  // connections open at once on this member, and from one remote address; a connection past
+  // either gets 503 (server/gateway).
+  std::size_t gateway_connections_max = 4096;
+  std::size_t gateway_connections_per_address_max = 256;
   // --max-response-bytes: the largest Range / read-only Txn answer (etcd has no such bound; its
   // gRPC send limit is 2 GiB). Larger ones are refused with RESOURCE_EXHAUSTED.
   std::size_t max_response_bytes = 64 << 20;
