@@ -578,7 +578,18 @@ def main(hosts, ports):
     return 0 if passed else 1
 
 
-OWNER = pwd.getpwnam('postgres') if os.geteuid() == 0 else None
+def postgres_owner():
+    """The `postgres` user's entry when running as root (PostgreSQL refuses root), else None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam('postgres')
+    except KeyError:
+        sys.exit('running as root and there is no `postgres` user to run PostgreSQL as: install '
+                 'the Debian package postgresql, which creates it')
+
+
+OWNER = postgres_owner()
 
 if __name__ == '__main__':
     if len(sys.argv) != 3 or len(sys.argv[2].split(',')) != 4:
