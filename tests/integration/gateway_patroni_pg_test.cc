@@ -31,8 +31,9 @@ test::PortBlock ReservePortsClearOfBenchmark() {
   return {};
 }
 
-TEST_CASE("gateway: Patroni fails a PostgreSQL primary over through Epoch, one primary at a time",
-          "[gateway][patroni]") {
+TEST_CASE(
+    "gateway: Patroni fails a PostgreSQL primary over through Epoch with one primary at a time",
+    "[gateway][patroni]") {
   ClusterPtr cluster = StartCluster(3);
   std::string hosts;
   for (int i = 0; i < cluster->size(); ++i) {
