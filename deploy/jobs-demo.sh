@@ -215,19 +215,22 @@ echo "n$leader restarted and healthy"
 
 echo; echo "== SIGSTOP w4 (no self-fencing) while it holds a job, past its 2 s TTL"
 held=""
-find_held() {  # the job w4 acquired last, if it has not finished or left it since
-  held=$(grep -E "event=(acquired|completed|rejected|session_lost|stage_failed|error)" "$run/w4.log" |
-    tail -1 | sed -n 's/^event=acquired job=\([^ ]*\).*/\1/p')
+# The job w4 works on with a stage still to run: its last event is the acquisition or the commit
+# of a stage before the last (after the last stage it only releases the job, and a pause there
+# leaves no stale commit to reject).
+find_held() {
+  held=$(grep -E "event=(acquired|commit|completed|rejected|session_lost|stage_failed|error) " \
+    "$run/w4.log" | tail -1 |
+    sed -n -e 's/^event=acquired job=\([^ ]*\).*/\1/p' \
+      -e "s/^event=commit job=\([^ ]*\) stage=\([1-$((n_stages - 1))]\) .*/\1/p")
   [ -n "$held" ]
 }
-poll 30 "w4 holding a job" find_held
-kill -STOP "$pause_pid"
-find_held || true  # it may have moved on between the check and the stop
-if [ -z "$held" ]; then
-  kill -CONT "$pause_pid"
-  poll 30 "w4 holding a job" find_held
+for ((attempt = 1; attempt <= 5; attempt++)); do
+  poll 30 "w4 in the middle of a job" find_held
   kill -STOP "$pause_pid"
-fi
+  find_held && break  # it may have moved on between the check and the stop
+  kill -CONT "$pause_pid"
+done
 echo "w4 stopped while holding $held"
 taken_over() {
   grep -qs "event=\(commit\|already_applied\|completed\) job=$held .*epoch=[2-9]" \
