@@ -25,8 +25,8 @@ class Abuser {
   [[nodiscard]] virtual std::string Summary() const = 0;
 };
 
-// (a) Txns of 128 full-range reads plus a put, back to back: the reads run on the Raft thread at
-// apply time (--max-txn-read-keys refuses them).
+// (a) Txns of 127 full-range reads plus a put (128 ops, etcd's --max-txn-ops), back to back: the
+// reads run on the Raft thread at apply time (--max-txn-read-keys refuses them).
 std::unique_ptr<Abuser> MakeFullRangeTxnAbuser(std::string address);
 // (b) Maintenance.Snapshot streams opened and never read, a new one every `every`, at most `max`.
 std::unique_ptr<Abuser> MakeUnreadSnapshotAbuser(std::string address,
