@@ -1,5 +1,6 @@
 #include "removal_probe.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace epoch::server {
@@ -42,9 +43,15 @@ void RemovalProbe::Probe() {
   raftpb::JoinRequest request;
   request.set_name(options_.name);
   request.set_member_id(options_.self.value());
+  // What each peer said, logged when none says REMOVED: a member that never learns its removal
+  // leaves this line as the evidence of why.
+  std::string heard;
   for (const auto& [peer, address] : hooks_.peers()) {
     if (stopped_) return;
     Result<raftpb::JoinResponse> answer = hooks_.ask(peer, address, request);
+    heard += fmt::format(" {:x}: {};", peer,
+                         !answer.ok() ? answer.status().ToString()
+                                      : raftpb::JoinResponse::Refusal_Name(answer->refusal()));
     if (!answer.ok() || answer->refusal() != raftpb::JoinResponse::REMOVED) continue;
     if (answer->cluster_id() != options_.cluster_id || answer->member_id() != request.member_id()) {
       spdlog::warn(
@@ -59,6 +66,9 @@ void RemovalProbe::Probe() {
     hooks_.on_removed();
     return;
   }
+  spdlog::info("name={} node={:x} has had no leader for over {} ms; no peer says it was removed:{}",
+               options_.name, options_.self, options_.quiet.count(),
+               heard.empty() ? " no peer to ask" : heard);
 }
 
 }  // namespace epoch::server
