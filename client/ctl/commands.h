@@ -33,6 +33,7 @@ void RegisterJobsCommands(CLI::App& app, Ctl& ctl);       // jobs ...
 void RegisterCompletionCommand(CLI::App& app, Ctl& ctl);  // completion bash
 void RegisterAuthCommands(CLI::App& app, Ctl& ctl);       // auth user role
 void RegisterSettingsCommands(CLI::App& app, Ctl& ctl);   // cluster timing
+void RegisterCheckCommands(CLI::App& app, Ctl& ctl);      // check perf
 
 // --- request builders shared by get/put/del and the txn parser (kv_commands.cc) ---
 

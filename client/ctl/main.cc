@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   epoch::ctl::RegisterJobsCommands(app, ctl);
   epoch::ctl::RegisterAuthCommands(app, ctl);
   epoch::ctl::RegisterSettingsCommands(app, ctl);
+  epoch::ctl::RegisterCheckCommands(app, ctl);
   epoch::ctl::RegisterCompletionCommand(app, ctl);
   // etcdctl's `version`: the tool's version and the etcd API it speaks (scripts grep the latter).
   app.add_subcommand("version", "Prints the version of epochctl")->callback([] {

@@ -60,34 +60,35 @@ Status RunSave(Ctl& ctl, const std::string& path) {
   return Status::Ok();
 }
 
+// etcdctl's snapshot status: hash, revision, total keys, total size (snapshot_file.h says what
+// each is for an Epoch archive).
 Status RunStatus(Ctl& ctl, const std::string& path) {
-  Result<SnapshotInfo> info = ReadSnapshotInfo(path);
+  Result<SnapshotInfo> info = ReadSnapshotStatus(path);
   if (!info.ok()) return info.status();
-  const std::string hash = info->sha256_hex.substr(0, 8);
+  const std::uint64_t keys = info->total_keys.value_or(0);
   switch (ctl.format()) {
     case OutputFormat::kJson:
-      ctl.out() << fmt::format(
-          "{{\"hash\":\"{}\",\"sha256\":\"{}\",\"revision\":{},\"applied_index\":{},"
-          "\"applied_term\":{},\"cluster_id\":\"{:x}\",\"voters\":{},\"learners\":{},"
-          "\"files\":{},\"totalSize\":{}}}\n",
-          hash, info->sha256_hex, info->revision, info->applied_index, info->applied_term,
-          info->cluster_id, info->voters.size(), info->learners.size(), info->file_count,
-          info->total_bytes);
+      ctl.out() << GoJsonObject()
+                       .Int("hash", info->Hash32())
+                       .Int("revision", info->revision)
+                       .Int("totalKey", static_cast<std::int64_t>(keys))
+                       .Int("totalSize", static_cast<std::int64_t>(info->total_bytes))
+                       .Close()
+                << "\n";
       break;
     case OutputFormat::kTable:
-      PrintTable(ctl.out(), {"HASH", "REVISION", "APPLIED INDEX", "VOTERS", "FILES", "TOTAL SIZE"},
-                 {{hash, std::to_string(info->revision), std::to_string(info->applied_index),
-                   std::to_string(info->voters.size()), std::to_string(info->file_count),
-                   HumanBytes(info->total_bytes)}});
+      PrintTable(ctl.out(), {"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE"},
+                 {{fmt::format("{:x}", info->Hash32()), std::to_string(info->revision),
+                   std::to_string(keys), HumanBytes(info->total_bytes)}});
       break;
-    case OutputFormat::kFields:  // etcdctl's names; the archive records no key count
-      ctl.out() << fmt::format("\"Hash\" : {}\n\"Revision\" : {}\n\"Size\" : {}\n", hash,
-                               info->revision, info->total_bytes);
+    case OutputFormat::kFields:
+      ctl.out() << fmt::format("\"Hash\" : {}\n\"Revision\" : {}\n\"Keys\" : {}\n\"Size\" : {}\n",
+                               info->Hash32(), info->revision, keys, info->total_bytes);
       break;
     case OutputFormat::kProtobuf: return FormatUnsupported("protobuf");
     case OutputFormat::kSimple:
-      ctl.out() << fmt::format("{}, {}, {}, {}, {}\n", hash, info->revision, info->applied_index,
-                               info->file_count, HumanBytes(info->total_bytes));
+      ctl.out() << fmt::format("{:x}, {}, {}, {}\n", info->Hash32(), info->revision, keys,
+                               HumanBytes(info->total_bytes));
       break;
   }
   return Status::Ok();
@@ -174,7 +175,8 @@ void RegisterSnapshotCommands(CLI::App& app, Ctl& ctl) {
 
   auto status_path = std::make_shared<std::string>();
   CLI::App* status = snapshot->add_subcommand(
-      "status", "Verifies a snapshot file and prints hash, revision, applied index, files, size");
+      "status",
+      "Gets backend snapshot status of a given file (hash, revision, total keys, total size)");
   status->add_option("filename", *status_path, "Snapshot file")->required();
   status->callback(Runner(ctl, [&ctl, status_path] { return RunStatus(ctl, *status_path); }));
 

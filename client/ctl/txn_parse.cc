@@ -8,9 +8,7 @@
 #include "commands.h"
 
 namespace epoch::ctl {
-namespace {
 
-// Reads a Go-quoted string ("..." with escapes, or `...`) at text[*pos]; advances *pos.
 Result<std::string> ReadQuoted(const std::string& text, std::size_t* pos) {
   if (*pos >= text.size()) return Status::InvalidArgument("expected a quoted string");
   const char quote = text[*pos];
@@ -47,6 +45,8 @@ Result<std::string> ReadQuoted(const std::string& text, std::size_t* pos) {
   }
   return Status::InvalidArgument("unterminated quoted string");
 }
+
+namespace {
 
 void SkipSpaces(const std::string& text, std::size_t* pos) {
   while (*pos < text.size() && (text[*pos] == ' ' || text[*pos] == '\t')) ++*pos;

@@ -19,6 +19,8 @@
 
 namespace epoch::ctl {
 
+// Reads a Go-quoted string ("..." with escapes, or `...`) at text[*pos]; advances *pos past it.
+Result<std::string> ReadQuoted(const std::string& text, std::size_t* pos);
 // One compare line.
 Result<etcdserverpb::Compare> ParseCompare(const std::string& line);
 // One request line (put/get/del with their etcdctl flags).

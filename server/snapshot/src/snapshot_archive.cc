@@ -187,86 +187,39 @@ Status WriteArchiveFile(const ArchiveHeader& header, std::vector<ArchiveFile> fi
 
 namespace {
 
-// Sequential reads of the payload with the position kept, for clear "at offset" messages.
-class PayloadReader {
+// Writes each file of the archive into `dest_dir` as format::ReadEntries hands it out; each file
+// is fsynced once its CRC-32C matched.
+class DirectoryWriter {
  public:
-  PayloadReader(const sio::File& file, const std::string& path, std::uint64_t offset,
-                std::uint64_t payload_bytes)
-      : file_(file), path_(path), end_(payload_bytes), offset_(offset) {}
+  DirectoryWriter(const std::string& archive_path, std::string dest_dir)
+      : archive_path_(archive_path), dest_dir_(std::move(dest_dir)) {}
 
-  [[nodiscard]] std::uint64_t offset() const { return offset_; }
-  [[nodiscard]] std::uint64_t remaining() const { return end_ - offset_; }
-
-  Result<std::string> Read(std::uint64_t n, std::string_view what) {
-    if (n > remaining()) {
-      return Status::Corruption(fmt::format("{}: {} at offset {} runs past the end of the payload",
-                                            path_, what, offset_));
-    }
-    std::string out(n, '\0');
-    EPOCH_RETURN_IF_ERROR(sio::ReadAt(file_, path_, offset_, out.data(), n));
-    offset_ += n;
-    return out;
-  }
-
-  Result<std::uint64_t> ReadInt(int bytes, std::string_view what) {
-    Result<std::string> raw = Read(static_cast<std::uint64_t>(bytes), what);
-    if (!raw.ok()) return raw.status();
-    return GetBigEndian(raw->data(), bytes);
+  format::EntryVisitor Visitor() {
+    return format::EntryVisitor{
+        [this](std::string_view name, std::uint64_t) { return Begin(name); },
+        [this](std::uint64_t offset, std::string_view data) {
+          return sio::WriteAt(*out_, out_path_, offset, data);
+        },
+        [this] { return sio::SyncFile(*out_, out_path_); }};
   }
 
  private:
-  const sio::File& file_;
-  const std::string& path_;
-  const std::uint64_t end_;
-  std::uint64_t offset_;
-};
-
-// Reads one file entry; writes its content to `dest_dir` when given.
-Status ReadFileEntry(PayloadReader& in, const std::string& path,
-                     const std::optional<std::string>& dest_dir) {
-  const std::uint64_t entry_offset = in.offset();
-  Result<std::uint64_t> name_len = in.ReadInt(2, "file name length");
-  if (!name_len.ok()) return name_len.status();
-  Result<std::string> name = in.Read(*name_len, "file name");
-  if (!name.ok()) return name.status();
-  if (!format::IsSafeFileName(*name)) {
-    return Status::Corruption(
-        fmt::format("{}: file entry at offset {} has a bad name", path, entry_offset));
-  }
-  Result<std::uint64_t> size = in.ReadInt(8, "file size");
-  if (!size.ok()) return size.status();
-  if (*size > in.remaining()) {
-    return Status::Corruption(
-        fmt::format("{}: file {} claims {} bytes, past the end", path, *name, *size));
-  }
-  std::optional<sio::File> out;
-  std::string out_path;
-  if (dest_dir) {
-    out_path = *dest_dir + "/" + *name;
-    if (std::filesystem::exists(out_path)) {
-      return Status::Corruption(fmt::format("{}: file {} appears twice", path, *name));
+  Status Begin(std::string_view name) {
+    out_path_ = dest_dir_ + "/" + std::string(name);
+    if (std::filesystem::exists(out_path_)) {
+      return Status::Corruption(fmt::format("{}: file {} appears twice", archive_path_, name));
     }
-    Result<sio::File> f = sio::OpenForWrite(out_path);
+    Result<sio::File> f = sio::OpenForWrite(out_path_);
     if (!f.ok()) return f.status();
-    out = std::move(*f);
+    out_ = std::move(*f);
+    return Status::Ok();
   }
-  std::uint32_t crc = 0;
-  for (std::uint64_t done = 0; done < *size;) {
-    std::uint64_t n = std::min<std::uint64_t>(kIoBytes, *size - done);
-    Result<std::string> data = in.Read(n, "file data");
-    if (!data.ok()) return data.status();
-    crc = crc32c::Extend(crc, data->data(), data->size());
-    if (out) EPOCH_RETURN_IF_ERROR(sio::WriteAt(*out, out_path, done, *data));
-    done += n;
-  }
-  Result<std::uint64_t> stored = in.ReadInt(4, "file checksum");
-  if (!stored.ok()) return stored.status();
-  if (*stored != crc) {
-    return Status::Corruption(fmt::format("{}: checksum mismatch in file {}", path, *name));
-  }
-  if (out) EPOCH_RETURN_IF_ERROR(sio::SyncFile(*out, out_path));
-  return Status::Ok();
-}
+
+  const std::string& archive_path_;
+  const std::string dest_dir_;
+  std::string out_path_;
+  std::optional<sio::File> out_;
+};
 
 Result<ArchiveHeader> ReadArchive(const std::string& path,
                                   const std::optional<std::string>& dest_dir) {
@@ -275,36 +228,20 @@ Result<ArchiveHeader> ReadArchive(const std::string& path,
   EPOCH_RETURN_IF_ERROR(format::CheckFileSize(path, *size));
   Result<sio::File> file = sio::OpenForRead(path);
   if (!file.ok()) return file.status();
+  const format::ReadAt read_at = [&](std::uint64_t offset, char* out, std::size_t n) {
+    return sio::ReadAt(*file, path, offset, out, n);
+  };
 
   // Pass 1: the SHA-256 trailer over the whole payload, then the header.
-  Result<format::VerifiedHead> head = format::VerifyTrailerAndHeader(
-      path, *size, [&](std::uint64_t offset, char* out, std::size_t n) {
-        return sio::ReadAt(*file, path, offset, out, n);
-      });
+  Result<format::VerifiedHead> head = format::VerifyTrailerAndHeader(path, *size, read_at);
   if (!head.ok()) return head.status();
 
-  // Pass 2: the file entries, the end marker and the padding.
-  PayloadReader in(*file, path, head->header_bytes, head->payload_bytes);
-  const ArchiveHeader& header = head->header;
-  for (std::uint32_t i = 0; i < header.file_count; ++i) {
-    EPOCH_RETURN_IF_ERROR(ReadFileEntry(in, path, dest_dir));
-  }
-  Result<std::string> end = in.Read(format::kEndMarker.size(), "end marker");
-  if (!end.ok()) return end.status();
-  if (*end != format::kEndMarker) {
-    return Status::Corruption(
-        fmt::format("{}: no end marker after {} files", path, header.file_count));
-  }
-  if (in.remaining() >= format::kAlign) {
-    return Status::Corruption(
-        fmt::format("{}: {} unexpected bytes after the end marker", path, in.remaining()));
-  }
-  Result<std::string> pad = in.Read(in.remaining(), "padding");
-  if (!pad.ok()) return pad.status();
-  if (std::any_of(pad->begin(), pad->end(), [](char c) { return c != '\0'; })) {
-    return Status::Corruption(fmt::format("{}: non-zero padding", path));
-  }
-  return header;
+  // Pass 2: the file entries (written out when unpacking), the end marker and the padding.
+  std::optional<DirectoryWriter> writer;
+  if (dest_dir) writer.emplace(path, *dest_dir);
+  EPOCH_RETURN_IF_ERROR(format::ReadEntries(path, *head, read_at,
+                                            writer ? writer->Visitor() : format::EntryVisitor{}));
+  return head->header;
 }
 
 }  // namespace

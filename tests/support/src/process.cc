@@ -183,6 +183,41 @@ Result<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
   return ChildProcess(pid);
 }
 
+Result<ChildProcess> ChildProcess::SpawnWithStdinPipe(const std::vector<std::string>& argv,
+                                                      const std::string& out_path,
+                                                      const std::string& err_path, int* stdin_fd,
+                                                      const std::vector<std::string>& extra_env) {
+  IgnoreSigpipeOnce();
+  int in[2] = {-1, -1};
+  if (pipe2(in, O_CLOEXEC) != 0) {
+    return Status::IOError(fmt::format("pipe: {}", std::strerror(errno)));
+  }
+  const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const auto close_all = [&] {
+    for (int fd : {in[0], out_fd, err_fd}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (out_fd < 0 || err_fd < 0) {
+    close_all();
+    close(in[1]);
+    return Status::IOError(
+        fmt::format("open {} / {}: {}", out_path, err_path, std::strerror(errno)));
+  }
+  ExecArgs args(argv, extra_env);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) ExecChild(args, parent, in[0], out_fd, err_fd);
+  close_all();
+  if (pid < 0) {
+    close(in[1]);
+    return Status::IOError(fmt::format("fork: {}", std::strerror(errno)));
+  }
+  *stdin_fd = in[1];
+  return ChildProcess(pid);
+}
+
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), exit_status_(other.exit_status_) {}
 

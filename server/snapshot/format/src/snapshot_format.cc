@@ -216,4 +216,101 @@ Result<VerifiedHead> VerifyTrailerAndHeader(std::string_view path, std::uint64_t
   return head;
 }
 
+namespace {
+
+// Sequential reads of the payload with the position kept, for clear "at offset" messages.
+class PayloadReader {
+ public:
+  PayloadReader(std::string_view path, const ReadAt& read_at, std::uint64_t offset,
+                std::uint64_t payload_bytes)
+      : path_(path), read_at_(read_at), end_(payload_bytes), offset_(offset) {}
+
+  [[nodiscard]] std::uint64_t offset() const { return offset_; }
+  [[nodiscard]] std::uint64_t remaining() const { return end_ - offset_; }
+
+  Result<std::string> Read(std::uint64_t n, std::string_view what) {
+    if (n > remaining()) {
+      return Status::Corruption(fmt::format("{}: {} at offset {} runs past the end of the payload",
+                                            path_, what, offset_));
+    }
+    std::string out(static_cast<std::size_t>(n), '\0');
+    EPOCH_RETURN_IF_ERROR(read_at_(offset_, out.data(), out.size()));
+    offset_ += n;
+    return out;
+  }
+
+  Result<std::uint64_t> ReadInt(int bytes, std::string_view what) {
+    Result<std::string> raw = Read(static_cast<std::uint64_t>(bytes), what);
+    if (!raw.ok()) return raw.status();
+    return GetBigEndian(raw->data(), bytes);
+  }
+
+ private:
+  std::string_view path_;
+  const ReadAt& read_at_;
+  const std::uint64_t end_;
+  std::uint64_t offset_;
+};
+
+// One file entry: name, size, content (handed to the visitor in pieces), CRC-32C.
+Status ReadFileEntry(PayloadReader& in, std::string_view path, const EntryVisitor& visitor) {
+  const std::uint64_t entry_offset = in.offset();
+  Result<std::uint64_t> name_len = in.ReadInt(2, "file name length");
+  if (!name_len.ok()) return name_len.status();
+  Result<std::string> name = in.Read(*name_len, "file name");
+  if (!name.ok()) return name.status();
+  if (!IsSafeFileName(*name)) {
+    return Status::Corruption(
+        fmt::format("{}: file entry at offset {} has a bad name", path, entry_offset));
+  }
+  Result<std::uint64_t> size = in.ReadInt(8, "file size");
+  if (!size.ok()) return size.status();
+  if (*size > in.remaining()) {
+    return Status::Corruption(
+        fmt::format("{}: file {} claims {} bytes, past the end", path, *name, *size));
+  }
+  if (visitor.begin_file) EPOCH_RETURN_IF_ERROR(visitor.begin_file(*name, *size));
+  std::uint32_t crc = 0;
+  for (std::uint64_t done = 0; done < *size;) {
+    const std::uint64_t n = std::min<std::uint64_t>(kIoBytes, *size - done);
+    Result<std::string> data = in.Read(n, "file data");
+    if (!data.ok()) return data.status();
+    crc = crc32c::Extend(crc, data->data(), data->size());
+    if (visitor.file_data) EPOCH_RETURN_IF_ERROR(visitor.file_data(done, *data));
+    done += n;
+  }
+  Result<std::uint64_t> stored = in.ReadInt(4, "file checksum");
+  if (!stored.ok()) return stored.status();
+  if (*stored != crc) {
+    return Status::Corruption(fmt::format("{}: checksum mismatch in file {}", path, *name));
+  }
+  return visitor.end_file ? visitor.end_file() : Status::Ok();
+}
+
+}  // namespace
+
+Status ReadEntries(std::string_view path, const VerifiedHead& head, const ReadAt& read_at,
+                   const EntryVisitor& visitor) {
+  PayloadReader in(path, read_at, head.header_bytes, head.payload_bytes);
+  for (std::uint32_t i = 0; i < head.header.file_count; ++i) {
+    EPOCH_RETURN_IF_ERROR(ReadFileEntry(in, path, visitor));
+  }
+  Result<std::string> end = in.Read(kEndMarker.size(), "end marker");
+  if (!end.ok()) return end.status();
+  if (*end != kEndMarker) {
+    return Status::Corruption(
+        fmt::format("{}: no end marker after {} files", path, head.header.file_count));
+  }
+  if (in.remaining() >= kAlign) {
+    return Status::Corruption(
+        fmt::format("{}: {} unexpected bytes after the end marker", path, in.remaining()));
+  }
+  Result<std::string> pad = in.Read(in.remaining(), "padding");
+  if (!pad.ok()) return pad.status();
+  if (std::any_of(pad->begin(), pad->end(), [](char c) { return c != '\0'; })) {
+    return Status::Corruption(fmt::format("{}: non-zero padding", path));
+  }
+  return Status::Ok();
+}
+
 }  // namespace epoch::snapshot_format

@@ -1,6 +1,7 @@
 // Child processes for process-level tests: a long-running server whose output goes to a log file
-// (ChildProcess), and a short command run to completion with its stdin fed and its stdout, stderr
-// and exit code captured (RunCommand, used for etcdctl).
+// (ChildProcess; or an interactive command fed through a pipe), and a short command run to
+// completion with its stdin fed and its stdout, stderr and exit code captured (RunCommand, used for
+// etcdctl).
 //
 // Every child is started with fork + execve and PR_SET_PDEATHSIG = SIGKILL, so it dies with the
 // thread that started it: a test binary killed by ctest's timeout leaves no server behind. Start
@@ -46,6 +47,12 @@ class ChildProcess {
   // Starts argv[0] with stdin from /dev/null and stdout + stderr appended to `log_path`.
   [[nodiscard]] static Result<ChildProcess> Spawn(const std::vector<std::string>& argv,
                                                   const std::string& log_path);
+  // Starts argv[0] (with the environment plus `extra_env`) with stdout written to `out_path` and
+  // stderr to `err_path` (both truncated) and stdin from a pipe whose write end is returned in
+  // *stdin_fd: the test writes the input as it goes and closes it (interactive commands).
+  [[nodiscard]] static Result<ChildProcess> SpawnWithStdinPipe(
+      const std::vector<std::string>& argv, const std::string& out_path,
+      const std::string& err_path, int* stdin_fd, const std::vector<std::string>& extra_env = {});
 
   ChildProcess() = default;
   ChildProcess(ChildProcess&& other) noexcept;

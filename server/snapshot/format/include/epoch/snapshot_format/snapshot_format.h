@@ -1,11 +1,13 @@
 // The snapshot archive format (server/SNAPSHOT.md §1; keep the two in step): the file
 // `etcdctl snapshot save` writes from Maintenance.Snapshot, `epochd --restore-snapshot` reads back
 // and `epochctl snapshot status` describes. Its constants, the header, the prefix of a file entry,
-// the padding and etcdctl's size rule, SHA-256, and the check of a whole file's trailer and header.
+// the padding and etcdctl's size rule, SHA-256, the check of a whole file's trailer and header, and
+// the walk over its file entries.
 // Depends on common/ only, so that epochd and epochctl share it.
 //
 // Who calls it: the server's snapshot layer (snapshot_archive.cc: the writer, VerifyArchive,
-// UnpackArchive; snapshot_transfer.cc: file names) and epochctl (snapshot_file.cc).
+// UnpackArchive; snapshot_transfer.cc: file names) and epochctl (snapshot_file.cc: status, which
+// unpacks the image to count its keys).
 //
 // Threading: pure functions; a Sha256 is used by one thread at a time.
 #pragma once
@@ -115,5 +117,25 @@ struct VerifiedHead {
 [[nodiscard]] Result<VerifiedHead> VerifyTrailerAndHeader(std::string_view path,
                                                           std::uint64_t file_bytes,
                                                           const ReadAt& read_at);
+
+// What ReadEntries hands out, file by file in archive order. Every callback may be empty; an
+// error it returns stops the walk and is returned as is.
+struct EntryVisitor {
+  // A file entry starts: its name (IsSafeFileName holds) and the size of its content.
+  std::function<Status(std::string_view name, std::uint64_t size)> begin_file;
+  // The next piece of the current file's content, which starts at `offset` within the file.
+  // Pieces arrive in order, at most 1 MiB each, before the file's CRC-32C is checked.
+  std::function<Status(std::uint64_t offset, std::string_view data)> file_data;
+  // The current file's content matched its CRC-32C.
+  std::function<Status()> end_file;
+};
+
+// Walks what follows the header of a file VerifyTrailerAndHeader accepted: the header's
+// file_count file entries, the end marker and the zero padding (server/SNAPSHOT.md §1). Checks, in
+// this order, and names the first failure (Corruption, messages start with `path`): each entry's
+// name, its size against the bytes left, its CRC-32C ("checksum mismatch in file X"), the end
+// marker, then the padding. Files are read in pieces of 1 MiB.
+[[nodiscard]] Status ReadEntries(std::string_view path, const VerifiedHead& head,
+                                 const ReadAt& read_at, const EntryVisitor& visitor);
 
 }  // namespace epoch::snapshot_format
