@@ -30,7 +30,7 @@ Status Display(Ctl& ctl, const Response& r, const Printer& simple) {
   Result<bool> printed = PrintMachine(ctl, r);
   if (!printed.ok()) return printed.status();
   if (*printed) return Status::Ok();
-  if (ctl.format() == OutputFormat::kTable) return FormatUnsupported("table");
+  if (ctl.format() == OutputFormat::kTable) return FormatUnsupported(ctl, "table");
   simple(ctl.out());
   return Status::Ok();
 }

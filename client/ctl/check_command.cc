@@ -35,10 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// etcdctl's exit statuses (etcdctl/ctlv3/command/error.go).
-constexpr int kExitInvalidInput = 3;
-constexpr int kExitBadFeature = 4;
-
 constexpr int kDefaultSeconds = 60;
 constexpr std::size_t kKeyBytes = 256;
 constexpr std::size_t kValueBytes = 1024;

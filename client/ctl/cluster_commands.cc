@@ -94,7 +94,7 @@ Status RunEndpointStatus(Ctl& ctl, bool cluster) {
             GoJsonObject().String("Endpoint", ep).Raw("Status", GoJson(*s)).Close();
     statuses.push_back({ep, *s});
   }
-  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported("protobuf");
+  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported(ctl, "protobuf");
   if (ctl.format() == OutputFormat::kJson) {
     ctl.out() << json << "]\n";
   } else if (ctl.format() == OutputFormat::kFields) {
@@ -116,7 +116,7 @@ Status RunEndpointStatus(Ctl& ctl, bool cluster) {
 
 // etcdctl's `endpoint hashkv`: Maintenance.HashKV of every endpoint, asked in parallel.
 Status RunEndpointHashKV(Ctl& ctl, bool cluster, std::int64_t revision) {
-  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported("protobuf");
+  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported(ctl, "protobuf");
   Result<std::vector<std::string>> endpoints = TargetEndpoints(ctl, cluster);
   if (!endpoints.ok()) return endpoints.status();
   Result<std::unique_ptr<client::Client>> client = ctl.ClientFor(*endpoints);
@@ -201,7 +201,7 @@ Status RunEndpointHealth(Ctl& ctl, bool cluster) {
   for (const std::string& ep : *endpoints) {
     probes.push_back(std::async(std::launch::async, [&ctl, ep] { return Probe(ctl, ep); }));
   }
-  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported("protobuf");
+  if (ctl.format() == OutputFormat::kProtobuf) return FormatUnsupported(ctl, "protobuf");
   bool all = true;
   std::vector<std::vector<std::string>> rows;
   std::vector<EndpointHealth> healths;

@@ -111,9 +111,7 @@ Status Ctl::Prepare() {
   } else if (flags.write_out == "protobuf") {
     format_ = OutputFormat::kProtobuf;
   } else {
-    return Status::InvalidArgument(
-        fmt::format("unsupported output format \"{}\" (simple, json, table, fields, protobuf)",
-                    flags.write_out));
+    return BadFeature("unsupported output format");
   }
   if (Endpoints().empty()) return Status::InvalidArgument("no endpoints given");
   dial_timeout_ = *dial;
@@ -176,7 +174,12 @@ OutputFormat Ctl::format() const { return format_; }
 void Ctl::Finish(Status status, int exit_code) {
   if (status.ok() || !status_.ok()) return;
   status_ = std::move(status);
-  exit_code_ = exit_code == 0 ? 1 : exit_code;
+  exit_code_ = bad_feature_ ? kExitBadFeature : exit_code == 0 ? 1 : exit_code;
+}
+
+Status Ctl::BadFeature(std::string message) {
+  bad_feature_ = true;
+  return Status::InvalidArgument(std::move(message));
 }
 
 void Ctl::ExitWith(int exit_code) {

@@ -39,6 +39,11 @@ struct GlobalFlags {
   std::string password;
 };
 
+// etcdctl's exit statuses (etcdctl/ctlv3/command/error.go).
+inline constexpr int kExitInvalidInput = 3;
+inline constexpr int kExitBadFeature = 4;
+inline constexpr int kExitBadArgs = 128;
+
 class Ctl {
  public:
   Ctl(std::ostream& out, std::stop_token stop) : out_(out), stop_(std::move(stop)) {}
@@ -60,8 +65,12 @@ class Ctl {
   [[nodiscard]] std::ostream& out() { return out_; }
   [[nodiscard]] const std::stop_token& stop() const { return stop_; }
 
-  // Records the outcome of the command that ran (the first error wins).
+  // Records the outcome of the command that ran (the first error wins). An error made by
+  // BadFeature exits with etcdctl's ExitBadFeature (4) rather than `exit_code`.
   void Finish(Status status, int exit_code = 1);
+  // etcdctl's refusal of a feature the command does not have (an output format): an error with
+  // `message` that ends the command with exit code 4, as etcdctl's ExitBadFeature.
+  [[nodiscard]] Status BadFeature(std::string message);
   // Exit with `exit_code` without an error line (lock: the child's own exit status).
   void ExitWith(int exit_code);
   [[nodiscard]] bool silent() const { return silent_; }
@@ -80,6 +89,7 @@ class Ctl {
   Status status_;
   int exit_code_ = 1;
   bool silent_ = false;
+  bool bad_feature_ = false;  // an error BadFeature made is pending
 };
 
 // "2s", "500ms", "1m", "1.5s", "100us"-less: ns/us/ms/s/m/h; a bare number is seconds.

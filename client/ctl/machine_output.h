@@ -13,9 +13,9 @@
 
 namespace epoch::ctl {
 
-// etcdctl's refusal of a format a command has no printer for.
-inline Status FormatUnsupported(std::string_view format) {
-  return Status::InvalidArgument(fmt::format("{} not supported as output format", format));
+// etcdctl's refusal of a format a command has no printer for (exit code 4).
+inline Status FormatUnsupported(Ctl& ctl, std::string_view format) {
+  return ctl.BadFeature(fmt::format("{} not supported as output format", format));
 }
 
 // Prints `r` when the format is json, fields or protobuf and returns true; false for simple and
@@ -30,7 +30,7 @@ Result<bool> PrintMachine(Ctl& ctl, const Response& r) {
         ctl.out() << FieldsOf(r);
         return true;
       } else {
-        return FormatUnsupported("fields");
+        return FormatUnsupported(ctl, "fields");
       }
     case OutputFormat::kSimple:
     case OutputFormat::kTable: break;

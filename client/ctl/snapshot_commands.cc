@@ -85,7 +85,7 @@ Status RunStatus(Ctl& ctl, const std::string& path) {
       ctl.out() << fmt::format("\"Hash\" : {}\n\"Revision\" : {}\n\"Keys\" : {}\n\"Size\" : {}\n",
                                info->Hash32(), info->revision, keys, info->total_bytes);
       break;
-    case OutputFormat::kProtobuf: return FormatUnsupported("protobuf");
+    case OutputFormat::kProtobuf: return FormatUnsupported(ctl, "protobuf");
     case OutputFormat::kSimple:
       ctl.out() << fmt::format("{:x}, {}, {}, {}\n", info->Hash32(), info->revision, keys,
                                HumanBytes(info->total_bytes));

@@ -23,10 +23,6 @@
 namespace epoch::ctl {
 namespace {
 
-// etcdctl's exit statuses for what ends `watch -i` (etcdctl/ctlv3/command/error.go).
-constexpr int kExitInvalidInput = 3;
-constexpr int kExitBadArgs = 128;
-
 // clientv3.WatchResponse through encoding/json: the header by value, the exported fields named
 // as in Go and never omitted (Events is never nil: clientv3 makes the slice for every response).
 std::string WatchJson(const etcdserverpb::WatchResponse& r) {

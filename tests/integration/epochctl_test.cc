@@ -188,6 +188,9 @@ TEST_CASE("epochctl: put get del txn watch compaction, cluster views, errors, no
 
   // Flags and completion.
   CtlFails(c, {"get", "a/1", "-w", "xml"}, "unsupported output format");
+  // etcdctl's ExitBadFeature, for an unknown format and for one a command has no printer for.
+  CHECK(Ctl(c, {"get", "a/1", "-w", "xml"}).exit_code == 4);
+  CHECK(Ctl(c, {"endpoint", "status", "-w", "protobuf"}).exit_code == 4);
   CtlFails(c, {"lease", "revoke", "xyz"}, "bad lease ID");
   CHECK(CtlOk(c, {"completion", "bash"}).find("complete -F _epochctl epochctl") !=
         std::string::npos);
