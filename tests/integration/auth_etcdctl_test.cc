@@ -2,7 +2,8 @@
 // permissions, `auth enable`; a user reads and writes its prefix and is refused elsewhere with
 // etcd's messages; unauthenticated and wrongly authenticated requests are refused; a permission
 // revoked while a user works takes effect at once; a token is valid on every member and survives
-// a leader kill; the auth state survives a full restart; `auth disable` restores open access.
+// a leader kill; the auth state survives a full restart and reaches a member through a snapshot;
+// `auth disable` restores open access.
 #include <fmt/format.h>
 
 #include "epoch/etcd_errors.h"
@@ -203,6 +204,60 @@ TEST_CASE("auth: a token works at once on a member that has not applied its Auth
       cluster->Metric(behind, "epoch_auth_token_waits_total{outcome=\"applied\"}");
   INFO("calls that waited for the entry: " << waited.value_or(-1));
   CHECK(waited.has_value());
+}
+
+TEST_CASE("auth: a member that catches up from a snapshot has the cluster's users and roles",
+          "[integration][auth][snapshot]") {
+  // Compact after 300 entries, keeping 50: a member down for longer needs a snapshot.
+  auto cluster = StartCluster(3, {"--snapshot-count", "300", "--snapshot-catchup-entries", "50"});
+  SetUpUsers(*cluster);
+  Result<int> leader = cluster->WaitHealthy(std::chrono::seconds(10));
+  REQUIRE(leader.ok());
+  const int behind = (*leader + 1) % 3;
+  Result<pb::StatusResponse> before = cluster->NodeStatus(behind);
+  REQUIRE(before.ok());
+  REQUIRE(cluster->Stop(behind).ok());
+
+  // While it is down: a new user, a permission revoked, and enough writes to compact the log.
+  const std::string root = "root:rootpw";
+  EtcdctlOk(*cluster, As(root, {"user", "add", "late:latepw"}));
+  EtcdctlOk(*cluster, As(root, {"user", "grant-role", "late", "jobs"}));
+  EtcdctlOk(*cluster, As(root, {"role", "revoke-permission", "jobs", "/config"}));
+  const std::string root_token = Token(*cluster, *leader, "root", "rootpw");
+  auto kv = pb::KV::NewStub(cluster->Channel(*leader));
+  for (int i = 0; i < 700; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ctx.AddMetadata("token", root_token);
+    pb::PutRequest put;
+    put.set_key(fmt::format("/jobs/{:04}", i));
+    put.set_value("v");
+    pb::PutResponse response;
+    const grpc::Status s = kv->Put(&ctx, put, &response);
+    INFO("put " << i << ": " << s.error_message());
+    REQUIRE(s.ok());
+  }
+  const double first_index = cluster->Metric(*leader, "epoch_raft_first_index").value_or(-1);
+  INFO("member stopped at index " << before->raftindex() << "; the leader's log starts at "
+                                  << first_index);
+  REQUIRE(first_index > static_cast<double>(before->raftindex() + 1));
+
+  REQUIRE(cluster->StartNode(behind).ok());
+  const double leader_applied = cluster->Metric(*leader, "epoch_raft_applied_index").value_or(-1);
+  REQUIRE(Within(std::chrono::seconds(30), [&] {
+    return cluster->Metric(behind, "epoch_raft_applied_index").value_or(-1) >= leader_applied;
+  }));
+  CHECK(cluster->Metric(behind, "epoch_snapshots_installed_total").value_or(0) >= 1);
+
+  // On the member itself: the user added while it was down authenticates (its password is
+  // checked on this member's state), the revoked permission is refused, the prefix still works.
+  const std::string late = Token(*cluster, behind, "late", "latepw");
+  CHECK(GetWithToken(*cluster, behind, late, "/jobs/0001").ok());
+  CHECK(GetWithToken(*cluster, behind, late, "/config").error_message() ==
+        Msg(etcd_errors::kPermissionDenied));
+  const std::string worker = Token(*cluster, behind, "worker", "workpw");
+  CHECK(GetWithToken(*cluster, behind, worker, "/other").error_message() ==
+        Msg(etcd_errors::kPermissionDenied));
 }
 
 }  // namespace
