@@ -82,6 +82,7 @@ TEST_CASE("etcdctl member add, update, promote and remove a learner, with etcd's
 TEST_CASE("etcdctl member add of voters and --strict-reconfig-check's refusal",
           "[integration][membership]") {
   auto cluster = StartCluster();
+  AwaitAllStarted(*cluster);
   Result<PortBlock> spare = PortBlock::Reserve();
   REQUIRE(spare.ok());
   auto peer_url = [&](int i) { return fmt::format("http://127.0.0.1:{}", spare->port(i)); };
@@ -333,17 +334,6 @@ void CheckExitsRemoved(TestCluster& cluster, int victim, bool told_by_peers) {
     EtcdctlOk(cluster, {"put", fmt::format("after/removal/{}", i), "v"}, {},
               cluster.node(i).client_address());
   }
-}
-
-// Every member listed as started: a removal is refused (--strict-reconfig-check) while the
-// members left would not be a started quorum.
-void AwaitAllStarted(const TestCluster& cluster) {
-  REQUIRE(Eventually([&] {
-    const auto rows = MemberRows(cluster);
-    return rows.size() == 3 && std::all_of(rows.begin(), rows.end(), [](const auto& row) {
-             return row.second.at(0) == "started";
-           });
-  }));
 }
 
 TEST_CASE("a member removed while it was paused exits 1 once resumed",

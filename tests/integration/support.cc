@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <sstream>
@@ -173,6 +174,15 @@ std::map<std::string, std::vector<std::string>> MemberRows(const TestCluster& cl
     rows[f[0]] = {f.begin() + 1, f.end()};
   }
   return rows;
+}
+
+void AwaitAllStarted(const TestCluster& cluster) {
+  REQUIRE(Eventually([&] {
+    const auto rows = MemberRows(cluster);
+    return rows.size() == static_cast<std::size_t>(cluster.size()) &&
+           std::all_of(rows.begin(), rows.end(),
+                       [](const auto& row) { return row.second.at(0) == "started"; });
+  }));
 }
 
 std::string EnvValue(const std::string& out, const std::string& name) {

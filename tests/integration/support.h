@@ -96,6 +96,9 @@ std::string MemberIdIn(const std::string& out, std::string_view verb);
 // URLs, client URLs, is learner.
 std::map<std::string, std::vector<std::string>> MemberRows(
     const TestCluster& cluster, std::optional<std::string> endpoints = std::nullopt);
+// Waits (REQUIREs, 10 s) until `member list` shows the cluster's members all started: until each
+// has published itself, --strict-reconfig-check refuses a change that needs a started quorum.
+void AwaitAllStarted(const TestCluster& cluster);
 // The value of `NAME="value"` in etcdctl member add's output.
 std::string EnvValue(const std::string& out, const std::string& name);
 
