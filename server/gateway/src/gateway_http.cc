@@ -1,7 +1,6 @@
 #include "epoch/gateway/gateway_http.h"
 
-#include <fmt/format.h>
-
+#include "epoch/gateway/http_request.h"
 #include "epoch/gateway/json_codec.h"
 #include "gateway_shared.h"
 #include "http_connection.h"
@@ -29,9 +28,7 @@ void RefuseWith503(tcp::socket socket, StreamSlots::Refusal why) {
             "(--max-gateway-connections-per-address)";
   const std::string body = ErrorBody(grpc::StatusCode::UNAVAILABLE, message);
   auto answer = std::make_shared<std::string>(
-      fmt::format("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                  "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
-                  body.size(), body));
+      HttpResponse(1, 503, "application/json", "Connection: close\r\n", body));
   auto sock = std::make_shared<tcp::socket>(std::move(socket));
   asio::async_write(*sock, asio::buffer(*answer), [sock, answer](std::error_code, std::size_t) {
     std::error_code ignored;

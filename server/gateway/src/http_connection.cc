@@ -21,28 +21,6 @@ constexpr std::string_view kText = "text/plain; charset=utf-8";
 // this long, so that closing does not reset the connection before the answer is read.
 constexpr std::chrono::seconds kLinger{2};
 
-const char* Reason(int code) {
-  switch (code) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Internal Server Error";
-  }
-}
-
 // A token travels as gRPC metadata, which takes printable ASCII only.
 bool PrintableAscii(std::string_view s) {
   for (const char c : s) {
@@ -265,9 +243,7 @@ void HttpConnection<Stream>::Answer(int code, std::string content_type, std::str
     connection = "Connection: keep-alive\r\n";
   }
   answer_complete_ = true;
-  Send(fmt::format("HTTP/1.{} {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}\r\n{}",
-                   head_.http11 ? 1 : 0, code, Reason(code), content_type, body.size(), connection,
-                   body));
+  Send(HttpResponse(head_.http11 ? 1 : 0, code, content_type, connection, body));
 }
 
 template <typename Stream>

@@ -1,5 +1,7 @@
 #include "epoch/gateway/http_request.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -92,6 +94,34 @@ Result<HttpRequestHead> ParseRequestHead(std::string_view text) {
     EPOCH_RETURN_IF_ERROR(ApplyHeader(line.substr(0, colon), Trim(line.substr(colon + 1)), &head));
   }
   return head;
+}
+
+const char* HttpReason(int code) {
+  switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Internal Server Error";
+  }
+}
+
+std::string HttpResponse(int minor, int code, std::string_view content_type,
+                         std::string_view headers, std::string_view body) {
+  return fmt::format("HTTP/1.{} {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}\r\n{}", minor,
+                     code, HttpReason(code), content_type, body.size(), headers, body);
 }
 
 }  // namespace epoch::gateway

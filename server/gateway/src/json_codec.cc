@@ -7,6 +7,8 @@
 
 #include <memory>
 
+#include "epoch/gateway/http_request.h"
+
 namespace epoch::gateway {
 namespace {
 
@@ -15,24 +17,6 @@ namespace pb = google::protobuf;
 std::unique_ptr<pb::Message> NewMessage(const pb::Descriptor* descriptor) {
   const pb::Message* prototype = pb::MessageFactory::generated_factory()->GetPrototype(descriptor);
   return std::unique_ptr<pb::Message>(prototype->New());
-}
-
-const char* HttpStatusText(int code) {
-  switch (code) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 412: return "Precondition Failed";
-    case 429: return "Too Many Requests";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Internal Server Error";
-  }
 }
 
 }  // namespace
@@ -72,7 +56,7 @@ std::string StreamError(const grpc::Status& status) {
   return fmt::format(
       "{{\"error\":{{\"grpc_code\":{},\"http_code\":{},\"message\":{},\"http_status\":{}}}}}\n",
       static_cast<int>(status.error_code()), http, JsonQuote(status.error_message()),
-      JsonQuote(HttpStatusText(http)));
+      JsonQuote(HttpReason(http)));
 }
 
 std::string ErrorBody(grpc::StatusCode code, std::string_view message) {
