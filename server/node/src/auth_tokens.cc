@@ -92,7 +92,9 @@ bool AuthTokens::WaitIssued(std::string_view token,
 
 AuthTokens::WaitCounts AuthTokens::wait_counts() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return waits_;
+  WaitCounts counts = waits_;
+  counts.waiting = waiters_;
+  return counts;
 }
 
 std::size_t AuthTokens::size() const {

@@ -108,12 +108,15 @@ TEST_CASE("auth tokens: a wait ends at its deadline; callers past the cap do not
   for (int i = 0; i < AuthTokens::kMaxWaiters; ++i) {
     waiting.emplace_back([&] { (void)tokens.WaitIssued("forged.3", until); });
   }
-  bool turned_away = false;
-  for (int attempt = 0; attempt < 3000 && !turned_away; ++attempt) {
-    turned_away = !tokens.WaitIssued("forged.3", Clock::now()) && tokens.wait_counts().busy > 0;
-    if (!turned_away) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  bool all_waiting = false;
+  for (int attempt = 0; attempt < 3000 && !all_waiting; ++attempt) {
+    all_waiting = tokens.wait_counts().waiting == AuthTokens::kMaxWaiters;
+    if (!all_waiting) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  REQUIRE(all_waiting);
+  const bool turned_away = !tokens.WaitIssued("forged.3", until);
   CHECK(turned_away);
+  CHECK(tokens.wait_counts().busy == 1);
   // Applying the index releases every waiter.
   tokens.OnApplied(LogIndex(3), ApplyResult{});
   for (std::thread& t : waiting) t.join();

@@ -55,11 +55,11 @@ class AuthTokens {
   // entries and drops the tokens an auth change ends (auth disabled, a user deleted or given a
   // new password).
   void OnApplied(LogIndex index, const ApplyResult& result);
-  // The user `token` names at cluster time `now_cluster_ms`; nullopt when unknown or expired. A
-  // valid token is renewed: it expires no sooner than `now_cluster_ms` + the renew TTL.
   // This member's state covers the log up to `index` without OnApplied having seen each entry
   // (at start, or after installing a snapshot).
   void OnAppliedUpTo(LogIndex index);
+  // The user `token` names at cluster time `now_cluster_ms`; nullopt when unknown or expired. A
+  // valid token is renewed: it expires no sooner than `now_cluster_ms` + the renew TTL.
   [[nodiscard]] std::optional<std::string> Lookup(std::string_view token,
                                                   std::int64_t now_cluster_ms);
   // For a token Lookup did not find: if `token` names an index this member has not applied yet,
@@ -73,6 +73,7 @@ class AuthTokens {
     std::uint64_t applied = 0;    // waited, and the index was applied
     std::uint64_t timed_out = 0;  // waited until the deadline
     std::uint64_t busy = 0;       // not waited: kMaxWaiters already waiting
+    int waiting = 0;              // callers waiting now
   };
   [[nodiscard]] WaitCounts wait_counts() const;
   [[nodiscard]] std::size_t size() const;
