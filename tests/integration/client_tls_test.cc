@@ -13,6 +13,7 @@
 #include "epoch/test_support/loopback.h"
 #include "epoch/test_support/process.h"
 #include "epoch/test_support/temp_dir.h"
+#include "metrics_support.h"
 #include "support.h"
 
 namespace epoch::integration {
@@ -234,7 +235,16 @@ TEST_CASE("client TLS refuses a missing or foreign client certificate and plaint
     CommandResult r = RawEtcdctl(*cluster, {"put", "k", "x"});
     INFO(r.Describe());
     CHECK(r.exit_code != 0);
-    CHECK(counted());
+    // No ClientHello: the port closes the connection before any TLS (and counts it).
+    CHECK(Eventually(
+        [&] {
+          double sum = 0;
+          for (int i = 0; i < cluster->size(); ++i) {
+            sum += cluster->Metric(i, "epoch_client_connections_rejected_total").value_or(0);
+          }
+          return sum > 0;
+        },
+        seconds(10), kProcessPoll));
   }
   SECTION("a client that does not trust the server's CA") {
     CommandResult r =
@@ -289,6 +299,14 @@ TEST_CASE("a replaced certificate is served to new connections without a restart
       [&] {
         return PresentedSubject(*cluster, 0, client).find("CN = epoch-rotated") !=
                std::string::npos;
+      },
+      seconds(20), kProcessPoll));
+  // The port's HTTPS side (a ClientHello without h2: the gateway's handshake) rotates too.
+  std::vector<std::string> http1 = client;
+  http1.insert(http1.end(), {"-alpn", "http/1.1"});
+  CHECK(Eventually(
+      [&] {
+        return PresentedSubject(*cluster, 0, http1).find("CN = epoch-rotated") != std::string::npos;
       },
       seconds(20), kProcessPoll));
   // The new certificate verifies and serves; the node never restarted.
@@ -421,16 +439,23 @@ TEST_CASE("client TLS startup errors name the flag", "[integration][tls]") {
   }
 }
 
-// curl against an https:// --listen-metrics-urls: GET `path` (POST `body` when given), with the
-// client certificate when `with_cert`; the body on exit 0.
-CommandResult CurlMetrics(const Pki& pki, std::uint16_t port, const std::string& path,
-                          bool with_cert, const std::string& body = {}) {
-  std::vector<std::string> argv = {"/usr/bin/curl", "--silent", "--show-error", "--fail",
-                                   "--max-time",    "5",        "--cacert",     pki.ca.ca_file()};
+// curl against an https:// listener at `address` (host:port): GET `path` (POST `body` when
+// given), with the client certificate when `with_cert`; the body on exit 0. curl offers HTTP/2
+// and HTTP/1.1 (--http2), as it does by default.
+CommandResult CurlHttps(const Pki& pki, const std::string& address, const std::string& path,
+                        bool with_cert, const std::string& body = {}) {
+  std::vector<std::string> argv = {
+      "/usr/bin/curl", "--silent", "--show-error", "--fail",        "--http2",
+      "--max-time",    "5",        "--cacert",     pki.ca.ca_file()};
   if (with_cert) argv.insert(argv.end(), {"--cert", pki.client.cert, "--key", pki.client.key});
   if (!body.empty()) argv.insert(argv.end(), {"-X", "POST", "--data-binary", body});
-  argv.push_back(fmt::format("https://127.0.0.1:{}{}", port, path));
+  argv.push_back(fmt::format("https://{}{}", address, path));
   return test::RunCommand(argv, {}, seconds(10));
+}
+
+CommandResult CurlMetrics(const Pki& pki, std::uint16_t port, const std::string& path,
+                          bool with_cert, const std::string& body = {}) {
+  return CurlHttps(pki, fmt::format("127.0.0.1:{}", port), path, with_cert, body);
 }
 
 TEST_CASE("an https:// --listen-metrics-urls serves /metrics and the probes over mutual TLS",
@@ -483,7 +508,7 @@ TEST_CASE("an https:// --listen-metrics-urls serves /metrics and the probes over
   Result<test::HttpResponse> plain = test::HttpGet(metrics_port, "/metrics", seconds(5));
   CHECK((!plain.ok() || plain->code != 200));
   CHECK(CurlMetrics(pki, metrics_port, "/livez", true).exit_code == 0);
-  // etcd's HTTP/JSON gateway on the same TLS listener (an https:// client URL is gRPC's alone).
+  // etcd's HTTP/JSON gateway on the same TLS listener.
   CommandResult put =
       CurlMetrics(pki, metrics_port, "/v3/kv/put", true, R"({"key":"dA==","value":"dg=="})");
   INFO(put.Describe());
@@ -494,6 +519,49 @@ TEST_CASE("an https:// --listen-metrics-urls serves /metrics and the probes over
   CHECK(CurlMetrics(pki, metrics_port, "/v3/kv/range", false, R"({"key":"dA=="})").exit_code != 0);
   CHECK(node->Running());
   node->KillAndReap();
+}
+
+TEST_CASE("an https:// client URL serves gRPC, etcd's gateway, /metrics and the probes on one port",
+          "[integration][tls][gateway]") {
+  test_support::TempDir dir("epoch-tls");
+  Pki pki(dir.path());
+  ClusterPtr cluster = StartTlsCluster(1, pki.ClusterTls(/*client_cert_auth=*/true));
+  REQUIRE(cluster->WaitForLeader(seconds(10)).ok());
+  const std::string address = cluster->node(0).client_address();
+  // gRPC (etcdctl offers only h2) and the gateway (curl offers h2 and http/1.1) on one port,
+  // each seeing the other's writes.
+  EtcdctlOk(*cluster, {"put", "from-grpc", "g"});
+  CommandResult put =
+      CurlHttps(pki, address, "/v3/kv/put", true, R"({"key":"dA==","value":"dg=="})");
+  INFO(put.Describe());
+  CHECK(put.exit_code == 0);
+  CHECK(put.out.find(R"("revision":")") != std::string::npos);
+  CHECK(EtcdctlOk(*cluster, {"get", "t", "--print-value-only"}) == "v\n");
+  CommandResult range = CurlHttps(pki, address, "/v3/kv/range", true, R"({"key":"ZnJvbS1ncnBj"})");
+  INFO(range.Describe());
+  CHECK(range.out.find(R"("value":"Zw==")") != std::string::npos);
+  CommandResult version = CurlHttps(pki, address, "/version", true);
+  CHECK(version.out.find(R"("etcdserver":"3.4.0")") != std::string::npos);
+  CHECK(CurlHttps(pki, address, "/health", true).out.find(R"("health":"true")") !=
+        std::string::npos);
+  CommandResult metrics = CurlHttps(pki, address, "/metrics", true);
+  REQUIRE(metrics.exit_code == 0);
+  CHECK(metrics.out.find("etcd_server_has_leader 1") != std::string::npos);
+  // --client-cert-auth holds for the gateway as for gRPC.
+  CHECK(CurlHttps(pki, address, "/v3/kv/range", false, R"({"key":"dA=="})").exit_code != 0);
+  // Plain HTTP on the TLS port: no answer, counted.
+  Result<test::HttpResponse> plain =
+      test::HttpGet(static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))),
+                    "/metrics", seconds(5));
+  CHECK((!plain.ok() || plain->code != 200));
+  CHECK(Eventually(
+      [&] { return cluster->Metric(0, "epoch_client_connections_rejected_total").value_or(0) > 0; },
+      seconds(10), kProcessPoll));
+  // Both sides were used, and the relays of etcdctl's connections are counted.
+  const std::string page = CurlHttps(pki, address, "/metrics", true).out;
+  CHECK(SampleValue(page, "epoch_client_tls_relays_total").value_or(0) > 0);
+  CHECK(SampleValue(page, "epoch_client_connections_total", {"protocol=\"http\""}).value_or(0) > 0);
+  REQUIRE(cluster->CheckAlive().ok());
 }
 
 TEST_CASE("an https:// --listen-metrics-urls needs the certificate flags", "[integration][tls]") {

@@ -6,6 +6,7 @@
 #include "auth_failure_limiter.h"
 #include "auth_password.h"
 #include "epoch/etcd_errors.h"
+#include "epoch/rpc/client_address.h"
 #include "epoch/rpc/grpc_util.h"
 
 namespace epoch::server {
@@ -86,7 +87,7 @@ rpc::UnaryReactor* AuthService::Authenticate(rpc::CallContext* ctx,
                                              const pb::AuthenticateRequest* request,
                                              pb::AuthenticateResponse* response) {
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
-  std::string host = PeerHost(ctx->peer());
+  std::string host = PeerHost(rpc::ClientAddress(*ctx));
   if (!failures_->Admit(request->name(), host, AuthFailureLimiter::Clock::now())) {
     rate_limited_.fetch_add(1, std::memory_order_relaxed);
     FinishError(reactor, etcd_errors::kAuthRateLimited.ToStatus());

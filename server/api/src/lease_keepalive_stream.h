@@ -36,8 +36,8 @@ template <typename Request, typename Response>
 class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
  public:
   // `id_of` reads the lease ID from a request; `to_response` builds the answer. `peer` is the
-  // client's address (grpc::ServerContext::peer()): the stream takes one of the manager's
-  // keep-alive stream slots or ends at once with RESOURCE_EXHAUSTED.
+  // client's address (rpc::ClientAddress: the client, also behind the TLS relay): the stream takes
+  // one of the manager's keep-alive stream slots or ends at once with RESOURCE_EXHAUSTED.
   KeepAliveStream(LeaseManager& leases, std::size_t queue_max, std::string_view peer,
                   std::function<std::int64_t(const Request&)> id_of,
                   std::function<Response(const KeepAliveOutcome&)> to_response)

@@ -7,6 +7,8 @@
 #include <array>
 #include <string_view>
 
+#include "tls_client_hello.h"
+
 namespace epoch::server {
 namespace {
 
@@ -21,12 +23,14 @@ constexpr std::chrono::milliseconds kPeekAgain{5};
 // One accepted connection until it is classified.
 class Pending : public std::enable_shared_from_this<Pending> {
  public:
+  // `tls`: null on a plaintext listener.
   Pending(tcp::socket socket, grpc::Server& server, const ClientPortMux::HttpServe& http,
-          std::shared_ptr<ClientPortMux::Counters> counters)
+          const ClientPortMux::TlsRoute* tls, std::shared_ptr<ClientPortMux::Counters> counters)
       : socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         grpc_server_(server),
         http_(http),
+        tls_(tls),
         counters_(std::move(counters)),
         deadline_(std::chrono::steady_clock::now() + ClientPortMux::kClassifyTimeout) {}
 
@@ -48,11 +52,14 @@ class Pending : public std::enable_shared_from_this<Pending> {
   void Peek(std::error_code ec) {
     if (done_) return;
     if (ec) return Close();
-    std::array<char, kHttp2Preface.size()> buf{};
-    const std::size_t n = socket_.receive(asio::buffer(buf), tcp::socket::message_peek, ec);
+    std::array<char, kMaxClientHelloBytes> buf;
+    const std::size_t want = tls_ != nullptr ? buf.size() : kHttp2Preface.size();
+    const std::size_t n =
+        socket_.receive(asio::buffer(buf.data(), want), tcp::socket::message_peek, ec);
     if (ec || n == 0) return Close();  // reset, or closed before saying anything
-    switch (ClassifyClientBytes(std::string_view(buf.data(), n))) {
-      case ClientProtocol::kGrpc: return HandToGrpc();
+    const std::string_view bytes(buf.data(), n);
+    switch (tls_ != nullptr ? ClassifyTlsBytes(bytes, n == want) : ClassifyClientBytes(bytes)) {
+      case ClientProtocol::kGrpc: return tls_ != nullptr ? RelayToGrpc() : HandToGrpc();
       case ClientProtocol::kHttp: return HandToHttp();
       case ClientProtocol::kNeither: return Reject();
       case ClientProtocol::kUnknownYet: break;
@@ -78,10 +85,17 @@ class Pending : public std::enable_shared_from_this<Pending> {
     grpc::AddInsecureChannelFromFd(&grpc_server_, fd);  // takes ownership of fd
   }
 
+  void RelayToGrpc() {
+    if (counters_->stopping.load()) return Close();
+    Finish();
+    counters_->grpc.fetch_add(1, std::memory_order_relaxed);
+    tls_->relays->Start(std::move(socket_));
+  }
+
   void HandToHttp() {
     Finish();
     counters_->http.fetch_add(1, std::memory_order_relaxed);
-    http_(std::move(socket_));
+    (tls_ != nullptr ? tls_->http : http_)(std::move(socket_));
   }
 
   void Reject() {
@@ -104,6 +118,7 @@ class Pending : public std::enable_shared_from_this<Pending> {
   asio::steady_timer timer_;
   grpc::Server& grpc_server_;
   ClientPortMux::HttpServe http_;
+  const ClientPortMux::TlsRoute* tls_;
   std::shared_ptr<ClientPortMux::Counters> counters_;
   const std::chrono::steady_clock::time_point deadline_;
   bool done_ = false;  // on the io_context only
@@ -125,10 +140,23 @@ ClientProtocol ClassifyClientBytes(std::string_view bytes) {
   return bytes.size() < kMaxMethodBytes ? ClientProtocol::kUnknownYet : ClientProtocol::kNeither;
 }
 
+ClientProtocol ClassifyTlsBytes(std::string_view bytes, bool peek_full) {
+  const ClientHelloInfo hello = ParseClientHello(bytes);
+  switch (hello.verdict) {
+    case ClientHelloInfo::Verdict::kHello:
+      return WantsGrpc(hello) ? ClientProtocol::kGrpc : ClientProtocol::kHttp;
+    case ClientHelloInfo::Verdict::kNotTls: return ClientProtocol::kNeither;
+    case ClientHelloInfo::Verdict::kIncomplete: break;
+  }
+  // A ClientHello larger than any client sends: the HTTPS side's handshake takes whatever it is.
+  return peek_full ? ClientProtocol::kHttp : ClientProtocol::kUnknownYet;
+}
+
 struct ClientPortMux::Listener {
-  explicit Listener(asio::io_context& io) : acceptor(io), retry(io) {}
+  Listener(asio::io_context& io, bool tls_listener) : acceptor(io), retry(io), tls(tls_listener) {}
   tcp::acceptor acceptor;
   asio::steady_timer retry;  // an accept that failed (EMFILE) is retried after a pause
+  const bool tls;
 };
 
 ClientPortMux::~ClientPortMux() {
@@ -138,8 +166,11 @@ ClientPortMux::~ClientPortMux() {
   }
 }
 
-Result<std::uint16_t> ClientPortMux::Listen(const std::string& host, std::uint16_t port) {
-  auto listener = std::make_shared<Listener>(io_);
+Result<std::uint16_t> ClientPortMux::Listen(const std::string& host, std::uint16_t port, bool tls) {
+  if (tls && (tls_.relays == nullptr || !tls_.http)) {
+    return Status::InvalidArgument("an https:// client listener needs the TLS route");
+  }
+  auto listener = std::make_shared<Listener>(io_, tls);
   Result<tcp::endpoint> resolved = ListenEndpoint(host, port);
   if (!resolved.ok()) return resolved.status();
   const tcp::endpoint endpoint = *resolved;
@@ -173,7 +204,9 @@ void ClientPortMux::Accept(const std::shared_ptr<Listener>& listener) {
   listener->acceptor.async_accept([this, listener](std::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !listener->acceptor.is_open()) return;
     if (!ec) {
-      std::make_shared<Pending>(std::move(socket), grpc_server_, http_, counters_)->Start();
+      std::make_shared<Pending>(std::move(socket), grpc_server_, http_,
+                                listener->tls ? &tls_ : nullptr, counters_)
+          ->Start();
       return Accept(listener);
     }
     listener->retry.expires_after(std::chrono::milliseconds(100));
@@ -191,8 +224,8 @@ void ClientPortMux::RenderMetrics(MetricsText& m) const {
   m.Sample("epoch_client_connections_total", {{"protocol", "http"}},
            counters_->http.load(std::memory_order_relaxed));
   m.Counter("epoch_client_connections_rejected_total",
-            "Client-port connections closed unclassified: neither HTTP/2 nor HTTP/1, or silent "
-            "for 10 s.",
+            "Client-port connections closed unclassified: neither HTTP/2 nor HTTP/1 (on an "
+            "https:// port: no TLS ClientHello), or silent for 10 s.",
             counters_->rejected.load(std::memory_order_relaxed));
 }
 

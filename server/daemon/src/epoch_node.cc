@@ -251,9 +251,10 @@ class EpochNode::Impl {
   std::unique_ptr<HealthProbes> health_;
   std::unique_ptr<RemovalProbe> removal_probe_;
   std::unique_ptr<MetricsHttp> metrics_;
-  // Plaintext client port: etcd's HTTP/JSON gateway, /metrics and the probes next to gRPC
+  // The client port: etcd's HTTP/JSON gateway, /metrics and the probes next to gRPC
   // (ClientPortMux). The gateway calls grpc_server_ through its in-process channel.
   std::unique_ptr<gateway::GatewayHttp> gateway_;
+  std::unique_ptr<TlsRelays> tls_relays_;  // with an https:// client URL
   std::unique_ptr<ClientPortMux> client_mux_;
   int client_port_ = 0;
 
@@ -281,6 +282,7 @@ class EpochNode::Impl {
   void Subscribe();
   Status StartServing();
   Status StartClientListeners();
+  void ConfigureClientServer(grpc::ServerBuilder& builder);
   std::unique_ptr<gateway::GatewayHttp> MakeGateway();
   PeerFrameGate::Routes PeerRoutes();
 };
@@ -604,7 +606,7 @@ Status EpochNode::Impl::StartServing() {
   timing_keeper_->Start();
   if (config_.listen_metrics.port != 0) {
     // Over TLS the gateway serves the listener (the metrics and probes through Http, and etcd's
-    // JSON API): the client port's https:// URLs are gRPC's own and have no HTTP/1 side.
+    // JSON API), as it serves the HTTP side of an https:// client URL.
     MetricsHttp::TlsServe tls_serve;
     std::optional<rpc::ServerTlsOptions> tls;
     if (config_.client_tls.metrics_https) {
@@ -629,7 +631,11 @@ Status EpochNode::Impl::StartServing() {
   return Status::Ok();
 }
 
-// https:// listeners serve TLS only (rpc::MakeServerCredentials), the others plaintext.
+// Every client listener is ClientPortMux's. gRPC listens on no client address itself: the
+// plaintext ports hand it the connections that speak HTTP/2; with client TLS it has one TLS
+// listener on loopback (rpc::MakeServerCredentials) that the https:// ports relay gRPC's
+// connections to, still encrypted (tls_relay.h). The other connections go to the gateway, which
+// serves /metrics and the probes too.
 Status EpochNode::Impl::StartClientListeners() {
   std::shared_ptr<grpc::ServerCredentials> tls;
   if (config_.client_tls.Any()) {
@@ -638,18 +644,55 @@ Status EpochNode::Impl::StartClientListeners() {
     if (!made.ok()) return made.status();
     tls = *made;
   }
-  // https:// client ports are gRPC's own TLS listeners; plaintext ones are ClientPortMux's, which
-  // hands gRPC the connections that speak HTTP/2 and serves /metrics and the probes on the rest.
   std::vector<HostPort> listeners{config_.listen_client};
   listeners.insert(listeners.end(), config_.listen_client_extra.begin(),
                    config_.listen_client_extra.end());
-  std::vector<int> tls_ports(listeners.size(), 0);
-  grpc::ServerBuilder builder;
-  for (std::size_t i = 0; i < listeners.size(); ++i) {
-    if (config_.client_tls.Https(i)) {
-      builder.AddListeningPort(listeners[i].ToString(), tls, &tls_ports[i]);
-    }
+  bool any_https = false;
+  for (std::size_t i = 0; i < listeners.size(); ++i) any_https |= config_.client_tls.Https(i);
+  std::shared_ptr<HttpTlsContexts> https_contexts;
+  if (any_https) {
+    Result<std::shared_ptr<HttpTlsContexts>> made =
+        HttpTlsContexts::Make(config_.client_tls.server);
+    if (!made.ok()) return made.status().Annotate("--listen-client-urls https://");
+    https_contexts = *std::move(made);
   }
+  int relay_port = 0;
+  grpc::ServerBuilder builder;
+  if (any_https) builder.AddListeningPort("127.0.0.1:0", tls, &relay_port);
+  ConfigureClientServer(builder);
+  grpc_server_ = builder.BuildAndStart();
+  if (!grpc_server_ || (any_https && relay_port == 0)) {
+    return Status::IOError(
+        fmt::format("cannot serve clients on {}", config_.listen_client.ToString()));
+  }
+  rpc_server_->Start(&context_->client_queue());
+  asio::io_context& loop = executors_.loop(Executors::Loop::kPeer);
+  gateway_ = MakeGateway();
+  ClientPortMux::TlsRoute route;
+  if (any_https) {
+    tls_relays_ = std::make_unique<TlsRelays>(
+        executors_.loop(Executors::Loop::kTlsRelay),
+        asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(),
+                                static_cast<std::uint16_t>(relay_port)));
+    route.relays = tls_relays_.get();
+    route.http = [this, https_contexts](asio::ip::tcp::socket s) {
+      gateway_->ServeTls(std::move(s), https_contexts->Get());
+    };
+  }
+  client_mux_ = std::make_unique<ClientPortMux>(
+      loop, *grpc_server_, [this](asio::ip::tcp::socket s) { gateway_->Serve(std::move(s)); },
+      std::move(route));
+  for (std::size_t i = 0; i < listeners.size(); ++i) {
+    Result<std::uint16_t> bound =
+        client_mux_->Listen(listeners[i].host, listeners[i].port, config_.client_tls.Https(i));
+    if (!bound.ok()) return bound.status();
+    if (i == 0) client_port_ = *bound;
+  }
+  return Status::Ok();
+}
+
+// The client gRPC server's transport settings, limits, interceptors and services.
+void EpochNode::Impl::ConfigureClientServer(grpc::ServerBuilder& builder) {
   // etcdctl pings every 2 s (keepalive-time) even without calls; gRPC's default policy would
   // answer GOAWAY "too_many_pings" (docs/etcd-compatibility.md, transport defaults).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
@@ -668,29 +711,6 @@ Status EpochNode::Impl::StartClientListeners() {
   interceptors.push_back(grpc_metrics_.InterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   rpc_server_->AddTo(builder);  // registers the services with the builder too
-  grpc_server_ = builder.BuildAndStart();
-  if (!grpc_server_) {
-    return Status::IOError(
-        fmt::format("cannot serve clients on {}", config_.listen_client.ToString()));
-  }
-  rpc_server_->Start(&context_->client_queue());
-  asio::io_context& loop = executors_.loop(Executors::Loop::kPeer);
-  gateway_ = MakeGateway();
-  client_mux_ = std::make_unique<ClientPortMux>(
-      loop, *grpc_server_, [this](asio::ip::tcp::socket s) { gateway_->Serve(std::move(s)); });
-  for (std::size_t i = 0; i < listeners.size(); ++i) {
-    int port = tls_ports[i];
-    if (!config_.client_tls.Https(i)) {
-      Result<std::uint16_t> bound = client_mux_->Listen(listeners[i].host, listeners[i].port);
-      if (!bound.ok()) return bound.status();
-      port = *bound;
-    }
-    if (port == 0) {
-      return Status::IOError(fmt::format("cannot serve clients on {}", listeners[i].ToString()));
-    }
-    if (i == 0) client_port_ = port;
-  }
-  return Status::Ok();
 }
 
 // etcd's gateway on the client port: the node's own gRPC services through the in-process
@@ -757,6 +777,8 @@ void EpochNode::Impl::Shutdown() {
   if (peer_forwarder_) peer_forwarder_->Stop();
   if (grpc_server_)
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  // gRPC has closed its connections; relays still open close with their loop.
+  executors_.Stop(Executors::Loop::kTlsRelay);
   if (lease_manager_) lease_manager_->Stop();
   if (context_) context_->Stop();
   if (publisher_) publisher_->Stop();
@@ -825,6 +847,7 @@ HttpReply EpochNode::Impl::Metrics() {
   peer_metrics_->Render(m, [this](NodeId peer) { return transport_->Stats(peer).frames_dropped; });
   grpc_metrics_.Render(m);
   if (client_mux_) client_mux_->RenderMetrics(m);
+  if (tls_relays_) tls_relays_->RenderMetrics(m);
   m.Counter("epoch_grpc_tls_handshake_failures_total",
             "TLS handshakes gRPC failed: on https:// client ports, and this member's TLS calls.",
             rpc::TlsHandshakeFailures());

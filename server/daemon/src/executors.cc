@@ -8,8 +8,8 @@
 namespace epoch::server {
 namespace {
 
-constexpr std::array<const char*, 4> kLoopNames = {"epoch-raft", "epoch-peer", "epoch-watch",
-                                                   "epoch-snapshot"};
+constexpr std::array<const char*, 5> kLoopNames = {"epoch-raft", "epoch-peer", "epoch-watch",
+                                                   "epoch-snapshot", "epoch-tls-relay"};
 
 // Names every thread of `pool`: one task per thread, each holding its thread until all ran. The
 // latch is shared: a task may still be inside arrive_and_wait() after this function returned.

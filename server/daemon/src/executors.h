@@ -6,6 +6,8 @@
 //   peer         epoch-peer       the peer transport's sockets, the metrics HTTP endpoint
 //   watch        epoch-watch      the watch hub's dispatch strand, progress and leader timers
 //   snapshot     epoch-snapshot   snapshot transfers, image assembly, compaction flushes
+//   tls relay    epoch-tls-relay  the https:// client port's gRPC connections, copied to gRPC's
+//                                 loopback TLS listener (tls_relay.h)
 //   read pool    epoch-read (2)   range reads, history reads, forwarder timers, periodic tasks
 //   maintenance  epoch-maint      Defragment, one at a time
 //
@@ -27,7 +29,7 @@ namespace epoch::server {
 
 class Executors {
  public:
-  enum class Loop { kRaft, kPeer, kWatch, kSnapshot };
+  enum class Loop { kRaft, kPeer, kWatch, kSnapshot, kTlsRelay };
   static constexpr int kReadThreads = 2;
 
   Executors() = default;
@@ -54,7 +56,7 @@ class Executors {
   };
   static constexpr std::size_t Index(Loop loop) { return static_cast<std::size_t>(loop); }
 
-  std::array<Thread, 4> loops_;
+  std::array<Thread, 5> loops_;
   asio::thread_pool read_pool_{kReadThreads};
   asio::thread_pool maintenance_{1};
 };

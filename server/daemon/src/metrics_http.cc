@@ -154,10 +154,9 @@ Result<tcp::endpoint> ListenEndpoint(const std::string& host, std::uint16_t port
 Status MetricsHttp::Start(const std::string& host, std::uint16_t port,
                           std::optional<rpc::ServerTlsOptions> tls) {
   if (tls) {
-    Result<std::shared_ptr<asio::ssl::context>> context = MakeMetricsTlsContext(*tls);
-    if (!context.ok()) return context.status().Annotate("--listen-metrics-urls https://");
-    tls_context_ = *std::move(context);
-    tls_ = std::move(tls);
+    Result<std::shared_ptr<HttpTlsContexts>> contexts = HttpTlsContexts::Make(*std::move(tls));
+    if (!contexts.ok()) return contexts.status().Annotate("--listen-metrics-urls https://");
+    tls_ = *std::move(contexts);
   }
   Result<tcp::endpoint> resolved = ListenEndpoint(host, port);
   if (!resolved.ok()) return resolved.status();
@@ -189,20 +188,29 @@ void MetricsHttp::Serve(tcp::socket socket) {
     std::make_shared<Connection<tcp::socket>>(std::move(socket), *this, handler_)->Start();
     return;
   }
-  if (tls_serve_) return tls_serve_(std::move(socket), TlsContext());
+  if (tls_serve_) return tls_serve_(std::move(socket), tls_->Get());
   std::make_shared<Connection<asio::ssl::stream<tcp::socket>>>(std::move(socket), *this, handler_,
-                                                               TlsContext())
+                                                               tls_->Get())
       ->Start();
 }
 
-std::shared_ptr<asio::ssl::context> MetricsHttp::TlsContext() {
-  Result<std::shared_ptr<asio::ssl::context>> fresh = MakeMetricsTlsContext(*tls_);
+Result<std::shared_ptr<HttpTlsContexts>> HttpTlsContexts::Make(rpc::ServerTlsOptions tls) {
+  Result<std::shared_ptr<asio::ssl::context>> context = MakeMetricsTlsContext(tls);
+  if (!context.ok()) return context.status();
+  return std::shared_ptr<HttpTlsContexts>(new HttpTlsContexts(std::move(tls), *context));
+}
+
+std::shared_ptr<asio::ssl::context> HttpTlsContexts::Get() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - read_ < tls_.refresh_interval) return last_;
+  read_ = now;
+  Result<std::shared_ptr<asio::ssl::context>> fresh = MakeMetricsTlsContext(tls_);
   if (fresh.ok()) {
-    tls_context_ = *std::move(fresh);
+    last_ = *std::move(fresh);
   } else {
-    spdlog::warn("metrics TLS: keeping the previous certificate: {}", fresh.status().message());
+    spdlog::warn("HTTPS: keeping the previous certificate: {}", fresh.status().message());
   }
-  return tls_context_;
+  return last_;
 }
 
 Result<std::shared_ptr<asio::ssl::context>> MakeMetricsTlsContext(

@@ -6,9 +6,9 @@
 // With TLS (an https:// --listen-metrics-urls) every connection is a TLS server handshake first,
 // with the client port's certificate, key and CA, and a client certificate required when
 // --client-cert-auth is set (as etcd serves its metrics URLs). Given a TlsServe (epochd gives
-// the gateway's), each TLS connection is handed to it with the context instead. The files are
-// read again for each connection, so a rotated certificate is served without a restart; a file
-// that does not load keeps the previous one. The cipher list is the process's
+// the gateway's), each TLS connection is handed to it with the context instead. The contexts
+// come from HttpTlsContexts (a rotated certificate is served without a restart). The cipher list
+// is the process's
 // (rpc::SetProcessTlsPolicy).
 //
 // Hostile input: a handshake and a request must arrive whole (headers end) within kRequestTimeout
@@ -49,6 +49,24 @@ struct HttpReply {
 [[nodiscard]] Result<asio::ip::tcp::endpoint> ListenEndpoint(const std::string& host,
                                                              std::uint16_t port);
 
+// The TLS context for each new HTTPS connection (the gateway's and the metrics endpoint's):
+// the certificate files are read again when they were last read over a second ago, so a rotated
+// certificate is served without a restart; a file that does not load keeps the previous context.
+// Threading: one caller at a time (the io_context its connections are accepted on).
+class HttpTlsContexts {
+ public:
+  // Loads the files now; IOError naming the flag of a file that does not load.
+  [[nodiscard]] static Result<std::shared_ptr<HttpTlsContexts>> Make(rpc::ServerTlsOptions tls);
+  [[nodiscard]] std::shared_ptr<asio::ssl::context> Get();
+
+ private:
+  HttpTlsContexts(rpc::ServerTlsOptions tls, std::shared_ptr<asio::ssl::context> context)
+      : tls_(std::move(tls)), last_(std::move(context)), read_(std::chrono::steady_clock::now()) {}
+  rpc::ServerTlsOptions tls_;
+  std::shared_ptr<asio::ssl::context> last_;
+  std::chrono::steady_clock::time_point read_;
+};
+
 class MetricsHttp {
  public:
   static constexpr std::chrono::seconds kRequestTimeout{10};
@@ -81,16 +99,13 @@ class MetricsHttp {
 
  private:
   void Accept();
-  // The TLS context for a new connection: the files read again, or the last one that loaded.
-  std::shared_ptr<asio::ssl::context> TlsContext();
 
   asio::ip::tcp::acceptor acceptor_;
   asio::steady_timer retry_;  // an accept that failed (EMFILE) is retried after a pause
   Handler handler_;
   TlsServe tls_serve_;  // empty: TLS connections are served here
   std::uint16_t port_ = 0;
-  std::optional<rpc::ServerTlsOptions> tls_;
-  std::shared_ptr<asio::ssl::context> tls_context_;  // the last that loaded; on the io_context
+  std::shared_ptr<HttpTlsContexts> tls_;  // null: plaintext
 };
 
 // An OpenSSL server context from the files (the process's cipher list; TLS 1.2 or later).
