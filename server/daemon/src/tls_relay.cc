@@ -21,7 +21,10 @@ std::string GrpcPeer(const tcp::endpoint& e) {
 class Relay : public std::enable_shared_from_this<Relay> {
  public:
   Relay(tcp::socket client, std::shared_ptr<TlsRelays::Shared> shared)
-      : client_(std::move(client)), upstream_(client_.get_executor()), shared_(std::move(shared)) {}
+      : client_(std::move(client)),
+        upstream_(client_.get_executor()),
+        linger_(client_.get_executor()),
+        shared_(std::move(shared)) {}
   // A relay still open when its loop is destroyed (shutdown) is closed and forgotten here.
   ~Relay() { Close(); }
   Relay(const Relay&) = delete;
@@ -73,12 +76,17 @@ class Relay : public std::enable_shared_from_this<Relay> {
     });
   }
 
-  // `half`'s reader saw the end: the other side hears it; both ended, the relay is done.
+  // `half`'s reader saw the end: the other side hears it; both ended, the relay is done. A side
+  // that never ends its half after that is not waited for past kHalfClosedLinger.
   void Ended(tcp::socket& to, Half& half) {
     half.ended = true;
     std::error_code ignored;
     to.shutdown(tcp::socket::shutdown_send, ignored);
-    if (up_.ended && down_.ended) Close();
+    if (up_.ended && down_.ended) return Close();
+    linger_.expires_after(TlsRelays::kHalfClosedLinger);
+    linger_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (!ec) self->Close();
+    });
   }
 
   void Close() {
@@ -87,12 +95,14 @@ class Relay : public std::enable_shared_from_this<Relay> {
     std::error_code ignored;
     client_.close(ignored);
     upstream_.close(ignored);
+    linger_.cancel();
     if (!relay_peer_.empty()) rpc::ForgetRelayedPeer(relay_peer_);
     shared_->open.fetch_sub(1, std::memory_order_relaxed);
   }
 
   tcp::socket client_;
   tcp::socket upstream_;
+  asio::steady_timer linger_;
   std::shared_ptr<TlsRelays::Shared> shared_;
   std::string relay_peer_;
   Half up_;    // client → gRPC

@@ -7,7 +7,8 @@
 //
 // Back-pressure: each direction has one 16 KiB buffer and reads again only when the last read
 // was written, so a client or a gRPC side that stops reading stops the other side's reads (no
-// queue grows). A half-close is passed on; an error on either side closes both.
+// queue grows). A half-close is passed on, and the other side gets kHalfClosedLinger to end its
+// half too; an error on either side closes both.
 //
 // Threading: every relay runs on the io_context given to Start (epochd's client-TLS loop), one
 // thread, so a relay's handlers never run concurrently.
@@ -15,6 +16,7 @@
 
 #include <asio.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -24,6 +26,8 @@ namespace epoch::server {
 
 class TlsRelays {
  public:
+  static constexpr std::chrono::seconds kHalfClosedLinger{10};
+
   // `upstream`: gRPC's TLS listener. `io`: where the relays run.
   TlsRelays(asio::io_context& io, asio::ip::tcp::endpoint upstream)
       : io_(io), shared_(std::make_shared<Shared>(upstream)) {}
