@@ -1,0 +1,774 @@
+#!/usr/bin/python3
+"""Epoch vs etcd scale curves (issue 31): how each cost grows with keys and with value size.
+
+Run through bench/scale/run.sh (README.md there). For every point of a curve it starts a fresh
+3-member Epoch cluster (deploy/local-cluster.sh) and a fresh 3-member etcd cluster
+(bench/lib/etcd-cluster.sh), one after the other and never both at once, puts the same load on
+each with the same client (bench/kv epoch_bench), measures, stops it and removes its data. The
+order alternates by point so neither system always runs first. Writes results.jsonl, tables.txt
+and one PNG per curve to --out; exits 1 if any request failed on either system, a member did not
+come back, or a cluster did not start.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MIB = 1 << 20
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def wait_gone(pid, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not pid_alive(pid)
+
+
+def tree_bytes(path):
+    """Bytes allocated on disk under path (du's figure: blocks, not apparent sizes)."""
+    total = 0
+    for d, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(d, name)).st_blocks * 512
+            except FileNotFoundError:
+                pass  # a WAL segment or SST removed while we walk
+    return total
+
+
+def process_start_boottime(pid):
+    """When pid started, in seconds of CLOCK_BOOTTIME (/proc/<pid>/stat field 22, 10 ms ticks)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+# ---- etcd v3 gRPC without generated stubs: a RangeRequest is one bytes field (key = 1) ----
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def range_request(key):
+    return b"\x0a" + _varint(len(key)) + key  # serializable (7) unset: linearizable
+
+
+def wait_serving_linearizable(endpoint, timeout_s):
+    """CLOCK_BOOTTIME when endpoint first answers a linearizable Range, or None after timeout_s.
+
+    A new channel per attempt with short reconnect backoff: gRPC's default backoff (1 s, growing)
+    would otherwise be measured instead of the member.
+    """
+    import grpc
+
+    opts = [("grpc.initial_reconnect_backoff_ms", 10), ("grpc.min_reconnect_backoff_ms", 10),
+            ("grpc.max_reconnect_backoff_ms", 50)]
+    end = time.monotonic() + timeout_s
+    req = range_request(b"scale/probe")
+    while time.monotonic() < end:
+        ch = grpc.insecure_channel(endpoint, options=opts)
+        try:
+            call = ch.unary_unary("/etcdserverpb.KV/Range")
+            call(req, timeout=1.0)
+            return time.clock_gettime(time.CLOCK_BOOTTIME)
+        except grpc.RpcError:
+            time.sleep(0.01)
+        finally:
+            ch.close()
+    return None
+
+
+# ---- the two clusters, behind one interface ----
+
+class Cluster:
+    """A local 3-member cluster started by a script with start/stop/start-node commands."""
+
+    name = ""
+    members = 3
+
+    def __init__(self, workdir, base_port, env):
+        self.workdir = workdir
+        self.dir = os.path.join(workdir, self.name)
+        self.base = base_port
+        self.env = dict(os.environ, **env)
+
+    def use_dir(self, tag):
+        """Every point gets its own cluster directory, so each point's logs are kept."""
+        self.dir = os.path.join(self.workdir, tag, self.name)
+        self.env[self.dir_env] = self.dir
+
+    def client_endpoint(self, i):  # i = 1..members
+        return f"127.0.0.1:{self.base + 10 * (i - 1)}"
+
+    def endpoints(self):
+        return [self.client_endpoint(i) for i in range(1, self.members + 1)]
+
+    def _script(self, *args, check=True):
+        os.makedirs(self.dir, exist_ok=True)
+        with open(os.path.join(self.dir, "script.log"), "a") as out:
+            return subprocess.run([self.script, *args], env=self.env, stdout=out,
+                                  stderr=subprocess.STDOUT, check=check, timeout=120)
+
+    def pid(self, i):
+        with open(self.pid_file(i)) as f:
+            return int(f.read().strip())
+
+    def pids(self):
+        return [self.pid(i) for i in range(1, self.members + 1)]
+
+    def start(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self._script("start")
+
+    def stop(self):
+        pids = []
+        for i in range(1, self.members + 1):
+            try:
+                pids.append(self.pid(i))
+            except FileNotFoundError:
+                pass
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        # Nothing is measured here and the data is dropped next: a short grace, then SIGKILL
+        # (etcd members that lost their peers can take 10 s to give up on a leader transfer).
+        for p in pids:
+            if not wait_gone(p, 3):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                wait_gone(p, 5)
+        for i in range(1, self.members + 1):
+            try:
+                os.remove(self.pid_file(i))
+            except FileNotFoundError:
+                pass
+
+    def drop_data(self):
+        for i in range(1, self.members + 1):
+            shutil.rmtree(self.data_dir(i), ignore_errors=True)
+
+    def stop_member(self, i):
+        p = self.pid(i)
+        os.kill(p, signal.SIGTERM)
+        if not wait_gone(p, 15):
+            os.kill(p, signal.SIGKILL)
+            wait_gone(p, 5)
+        os.remove(self.pid_file(i))
+
+    def start_member(self, i):
+        """Starts member i on its data dir; returns the script's process (it may still run)."""
+        out = open(os.path.join(self.dir, "script.log"), "a")
+        return subprocess.Popen([self.script, "start-node", str(i)], env=self.env, stdout=out,
+                                stderr=subprocess.STDOUT)
+
+    def rss_bytes(self, i):
+        """process_resident_memory_bytes from the member's /metrics; /proc as a fallback."""
+        try:
+            with urllib.request.urlopen(self.metrics_url(i), timeout=5) as r:
+                m = re.search(rb"^process_resident_memory_bytes ([0-9.e+]+)$", r.read(), re.M)
+                if m:
+                    return int(float(m.group(1)))
+        except OSError:
+            pass
+        with open(f"/proc/{self.pid(i)}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
+
+    def status(self):
+        """etcdctl endpoint status of every member (works against both systems)."""
+        r = subprocess.run(["etcdctl", "--endpoints=" + ",".join(self.endpoints()),
+                            "--command-timeout=5s", "endpoint", "status", "-w", "json"],
+                           capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, ETCDCTL_API="3"))
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return []
+
+    def term(self):
+        return max([s["Status"]["header"].get("raft_term", 0) for s in self.status()] or [0])
+
+    def a_follower(self):
+        """The highest-numbered member that is not the leader."""
+        st = self.status()
+        for i in range(self.members, 0, -1):
+            for s in st:
+                if s["Endpoint"].endswith(self.client_endpoint(i)):
+                    if s["Status"]["header"]["member_id"] != s["Status"]["leader"]:
+                        return i
+        return self.members
+
+
+class EpochCluster(Cluster):
+    name = "epoch"
+    dir_env = "EPOCH_CLUSTER_DIR"
+
+    def __init__(self, workdir, base_port, epochd):
+        super().__init__(workdir, base_port, {
+            "EPOCHD": epochd, "EPOCH_CLUSTER_DIR": os.path.join(workdir, "epoch"),
+            "EPOCH_BASE_PORT": str(base_port), "EPOCH_NODES": "3"})
+        self.script = os.path.join(ROOT, "deploy", "local-cluster.sh")
+
+    def pid_file(self, i):
+        return os.path.join(self.dir, f"n{i}.pid")
+
+    def data_dir(self, i):
+        return os.path.join(self.dir, f"n{i}")
+
+    def metrics_url(self, i):
+        return f"http://127.0.0.1:{self.base + 2 + 10 * (i - 1)}/metrics"
+
+
+class EtcdCluster(Cluster):
+    name = "etcd"
+    dir_env = "ETCD_CLUSTER_DIR"
+
+    def __init__(self, workdir, base_port):
+        super().__init__(workdir, base_port, {
+            "ETCD_CLUSTER_DIR": os.path.join(workdir, "etcd"), "ETCD_BASE_PORT": str(base_port),
+            "ETCD_NODES": "3"})
+        self.script = os.path.join(ROOT, "bench", "lib", "etcd-cluster.sh")
+
+    def pid_file(self, i):
+        return os.path.join(self.dir, f"e{i}.pid")
+
+    def data_dir(self, i):
+        return os.path.join(self.dir, f"e{i}")
+
+    def metrics_url(self, i):
+        return f"http://{self.client_endpoint(i)}/metrics"
+
+
+# ---- the load generator ----
+
+class Bench:
+    def __init__(self, binary, args, logdir):
+        self.binary = binary
+        self.args = args
+        self.logdir = logdir
+
+    def run(self, cluster, label, workload, clients, keys, value, *, prefill, duration=None,
+            warmup=None, conns=12):
+        """One epoch_bench run; returns its JSON report plus 'rc' and, with prefill, 'prefill_s'."""
+        duration = self.args.duration if duration is None else duration
+        warmup = self.args.warmup if warmup is None else warmup
+        cmd = [self.binary, "--endpoints", ",".join(cluster.endpoints()), "--workload", workload,
+               "--clients", str(clients), "--conns", str(min(conns, clients)), "--threads", "2",
+               "--target", "all", "--duration", str(duration), "--warmup", str(warmup),
+               "--keys", str(keys), "--value-size", str(value), "--key-prefix", "scale/k/",
+               "--label", f"{cluster.name}/{label}",
+               "--server-pids", ",".join(map(str, cluster.pids())), "--json"]
+        if not prefill:
+            cmd.append("--no-prefill")
+        errpath = os.path.join(cluster.dir, "bench.log")
+        with open(errpath, "a") as err:
+            err.write(f"\n$ {' '.join(cmd)}\n")
+            err.flush()
+            timeout = duration + warmup + 120 + (keys / 500 if prefill else 0)
+            try:
+                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   timeout=timeout)
+            except subprocess.TimeoutExpired:
+                err.write(f"timed out after {timeout:.0f} s\n")
+                return {"rc": -1, "errors": -1}
+            err.write(r.stderr)
+        out = {"rc": r.returncode}
+        lines = r.stdout.strip().splitlines()
+        if lines:
+            try:
+                out.update(json.loads(lines[-1]))
+            except ValueError:
+                pass
+        out.setdefault("errors", -1)
+        m = re.search(r"prefill: (\d+) keys in ([0-9.]+) s, errors (\d+)", r.stderr)
+        if m:
+            out["prefill_keys"], out["prefill_s"] = int(m.group(1)), float(m.group(2))
+            out["prefill_errors"] = int(m.group(3))
+        return out
+
+
+def summary(r):
+    """The fields of a bench report that go into results.jsonl."""
+    keep = ("rc", "ops_per_sec", "p50_ms", "p99_ms", "p999_ms", "errors", "clients",
+            "server_cpu_us_per_op", "value_bytes")
+    return {k: r[k] for k in keep if k in r}
+
+
+# ---- the curves ----
+
+def keys_point(cluster, bench, n, args):
+    """Fresh cluster with n keys of 256 B: memory, disk, restart, get-lin and put at 256 clients."""
+    rec = {"keys": n}
+    phases = rec["phase_s"] = {}
+    t = time.monotonic()
+
+    def phase(name):
+        nonlocal t
+        now = time.monotonic()
+        phases[name] = round(now - t, 2)
+        t = now
+
+    cluster.use_dir(f"keys-{n}")
+    cluster.start()
+    phase("start")
+    try:
+        term0 = cluster.term()
+        # Load: put every key once, 256 in flight (epoch_bench's prefill), then a 0.1 s put run
+        # whose figures are not used.
+        load = bench.run(cluster, f"load-{n}", "put", 256, n, 256, prefill=True, duration=0.1,
+                         warmup=0)
+        rec["load_keys_per_s"] = (load.get("prefill_keys", 0) / load["prefill_s"]
+                                  if load.get("prefill_s") else None)
+        rec["load_ok"] = load.get("prefill_keys") == n and load.get("prefill_errors") == 0
+        phase("load")
+        time.sleep(args.settle)
+        rec["rss_bytes"] = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
+        rec["disk_bytes"] = [tree_bytes(cluster.data_dir(i))
+                             for i in range(1, cluster.members + 1)]
+        phase("memory_disk")
+        # Restart one follower: SIGTERM, start it again on its data, time from the process's
+        # start to its first answered linearizable read.
+        m = cluster.a_follower()
+        cluster.stop_member(m)
+        proc = cluster.start_member(m)
+        served = wait_serving_linearizable(cluster.client_endpoint(m), args.restart_timeout)
+        started = process_start_boottime(cluster.pid(m)) if pid_alive(cluster.pid(m)) else None
+        proc.wait(timeout=120)
+        phase("restart")
+        rec["restart_member"] = m
+        rec["restart_ms"] = ((served - started) * 1000
+                             if served is not None and started is not None else None)
+        rec["get_lin"] = summary(bench.run(cluster, f"get-lin-{n}", "get", 256, n, 256,
+                                           prefill=False))
+        phase("get_lin")
+        rec["put"] = summary(bench.run(cluster, f"put-{n}", "put", 256, n, 256, prefill=False))
+        phase("put")
+        rec["term_changes"] = cluster.term() - term0
+        rec["ok"] = (rec["load_ok"] and rec["restart_ms"] is not None
+                     and all(rec[c].get("rc") == 0 and rec[c].get("errors") == 0
+                             for c in ("get_lin", "put")))
+    finally:
+        cluster.stop()
+        if not args.keep_data:
+            cluster.drop_data()
+        phase("stop")
+    return rec
+
+
+def values_clients(v):
+    """Clients for value size v: 256 up to 16 KiB, then as many as keep 4 MiB in flight (>= 8)."""
+    return 256 if v <= 16384 else max(8, (4 * MIB) // v)
+
+
+def values_point(cluster, bench, v, args):
+    rec = {"value_bytes": v}
+    cluster.use_dir(f"values-{v}")
+    cluster.start()
+    try:
+        term0 = cluster.term()
+        r = bench.run(cluster, f"put-{v}", "put", values_clients(v), 1000, v, prefill=False)
+        rec["put"] = summary(r)
+        rec["mb_per_s"] = r.get("ops_per_sec", 0) * v / MIB
+        rec["term_changes"] = cluster.term() - term0
+        rec["disk_bytes"] = [tree_bytes(cluster.data_dir(i))
+                             for i in range(1, cluster.members + 1)]
+        rec["ok"] = r.get("rc") == 0 and r.get("errors") == 0
+    finally:
+        cluster.stop()
+        if not args.keep_data:
+            cluster.drop_data()
+    return rec
+
+
+def disk_floor(path, block, seconds, max_bytes):
+    """Sequential writes of `block` bytes, each followed by fdatasync (a WAL that syncs every
+    append): MB/s and per-write p50/p99 ms. The file is removed afterwards."""
+    name = os.path.join(path, f"ddsync-{block}")
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    buf = os.urandom(block)
+    lat = []
+    written = 0
+    t0 = time.monotonic()
+    try:
+        while time.monotonic() - t0 < seconds and written < max_bytes:
+            s = time.monotonic()
+            os.write(fd, buf)
+            os.fdatasync(fd)
+            lat.append(time.monotonic() - s)
+            written += block
+    finally:
+        os.close(fd)
+        os.remove(name)
+    el = time.monotonic() - t0
+    lat.sort()
+    return {"block_bytes": block, "writes": len(lat), "mb_per_s": written / MIB / el,
+            "p50_ms": lat[len(lat) // 2] * 1000, "p99_ms": lat[int(len(lat) * 0.99)] * 1000}
+
+
+def disk_bulk(path, total):
+    """dd bs=1M conv=fdatasync: `total` bytes of 1 MiB writes, one fdatasync at the end."""
+    name = os.path.join(path, "ddbulk")
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    buf = os.urandom(MIB)
+    t0 = time.monotonic()
+    try:
+        for _ in range(total // MIB):
+            os.write(fd, buf)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+        os.remove(name)
+    return {"bytes": total, "mb_per_s": total / MIB / (time.monotonic() - t0)}
+
+
+# ---- tables and plots ----
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a is not None and b not in (None, 0) else "-"
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else None
+
+
+def fmt(x, d=0):
+    return "-" if x is None else f"{x:.{d}f}"
+
+
+def table(rows):
+    widths = [max(len(str(r[c])) for r in rows) for c in range(len(rows[0]))]
+    return "\n".join("  ".join(str(v).rjust(w) for v, w in zip(r, widths)) for r in rows)
+
+
+def keys_table(recs):
+    rows = [["keys", "rss MiB/member e", "etcd", "ratio", "disk MiB/member e", "etcd", "ratio",
+             "load keys/s e", "etcd", "get-lin ops/s e", "etcd", "ratio", "get-lin p99 ms e",
+             "etcd", "put ops/s e", "etcd", "ratio", "put p99 ms e", "etcd", "restart ms e",
+             "etcd", "ratio", "elections e/etcd", "ok e/etcd"]]
+    for n in sorted({r["keys"] for r in recs}):
+        e = next((r for r in recs if r["keys"] == n and r["system"] == "epoch"), {})
+        d = next((r for r in recs if r["keys"] == n and r["system"] == "etcd"), {})
+
+        def g(r, *path):
+            for p in path:
+                r = r.get(p) if isinstance(r, dict) else None
+            return r
+
+        rss_e, rss_d = (mean(g(x, "rss_bytes") or []) for x in (e, d))
+        disk_e, disk_d = (mean(g(x, "disk_bytes") or []) for x in (e, d))
+        rows.append([
+            n, fmt(rss_e and rss_e / MIB), fmt(rss_d and rss_d / MIB), ratio(rss_e, rss_d),
+            fmt(disk_e and disk_e / MIB), fmt(disk_d and disk_d / MIB), ratio(disk_e, disk_d),
+            fmt(g(e, "load_keys_per_s")), fmt(g(d, "load_keys_per_s")),
+            fmt(g(e, "get_lin", "ops_per_sec")), fmt(g(d, "get_lin", "ops_per_sec")),
+            ratio(g(e, "get_lin", "ops_per_sec"), g(d, "get_lin", "ops_per_sec")),
+            fmt(g(e, "get_lin", "p99_ms"), 1), fmt(g(d, "get_lin", "p99_ms"), 1),
+            fmt(g(e, "put", "ops_per_sec")), fmt(g(d, "put", "ops_per_sec")),
+            ratio(g(e, "put", "ops_per_sec"), g(d, "put", "ops_per_sec")),
+            fmt(g(e, "put", "p99_ms"), 1), fmt(g(d, "put", "p99_ms"), 1),
+            fmt(g(e, "restart_ms")), fmt(g(d, "restart_ms")),
+            ratio(g(e, "restart_ms"), g(d, "restart_ms")),
+            f"{g(e, 'term_changes')}/{g(d, 'term_changes')}",
+            f"{g(e, 'ok')}/{g(d, 'ok')}"])
+    return table(rows)
+
+
+def values_table(recs, floors):
+    rows = [["value B", "clients", "put MB/s e", "etcd", "ratio", "ops/s e", "etcd",
+             "p50 ms e", "etcd", "p99 ms e", "etcd", "p99 ratio", "disk fdatasync MB/s",
+             "fdatasync p99 ms", "elections e/etcd", "ok e/etcd"]]
+    for v in sorted({r["value_bytes"] for r in recs}):
+        e = next((r for r in recs if r["value_bytes"] == v and r["system"] == "epoch"), {})
+        d = next((r for r in recs if r["value_bytes"] == v and r["system"] == "etcd"), {})
+        f = next((x for x in floors if x["block_bytes"] == v), {})
+        pe, pd = e.get("put", {}), d.get("put", {})
+        rows.append([
+            v, values_clients(v), fmt(e.get("mb_per_s"), 1), fmt(d.get("mb_per_s"), 1),
+            ratio(e.get("mb_per_s"), d.get("mb_per_s")),
+            fmt(pe.get("ops_per_sec")), fmt(pd.get("ops_per_sec")),
+            fmt(pe.get("p50_ms"), 1), fmt(pd.get("p50_ms"), 1),
+            fmt(pe.get("p99_ms"), 1), fmt(pd.get("p99_ms"), 1),
+            ratio(pe.get("p99_ms"), pd.get("p99_ms")),
+            fmt(f.get("mb_per_s"), 2), fmt(f.get("p99_ms"), 2),
+            f"{e.get('term_changes')}/{d.get('term_changes')}", f"{e.get('ok')}/{d.get('ok')}"])
+    return table(rows)
+
+
+def plot(out, keys_recs, values_recs, floors, bulk, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("no matplotlib (Debian python3-matplotlib): no plots")
+        return []
+    made = []
+    style = {"epoch": dict(marker="o", color="tab:blue"), "etcd": dict(marker="s", color="tab:red")}
+
+    def series(recs, xkey, f):
+        for s in ("epoch", "etcd"):
+            pts = sorted((r[xkey], f(r)) for r in recs if r["system"] == s and f(r) is not None)
+            if pts:
+                yield s, [p[0] for p in pts], [p[1] for p in pts]
+
+    if keys_recs:
+        panels = [
+            ("resident memory per member (MiB)", lambda r: mean(r["rss_bytes"]) / MIB),
+            ("disk per member (MiB)", lambda r: mean(r["disk_bytes"]) / MIB),
+            ("get-lin ops/s, 256 clients", lambda r: r["get_lin"].get("ops_per_sec")),
+            ("put ops/s, 256 clients", lambda r: r["put"].get("ops_per_sec")),
+            ("p99 ms (solid get-lin, dashed put)", None),
+            ("restart of one member (ms)", lambda r: r.get("restart_ms")),
+        ]
+        fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+        for ax, (t, f) in zip(axes.flat, panels):
+            if f is None:
+                for s, x, y in series(keys_recs, "keys", lambda r: r["get_lin"].get("p99_ms")):
+                    ax.plot(x, y, label=f"{s} get-lin", **style[s])
+                for s, x, y in series(keys_recs, "keys", lambda r: r["put"].get("p99_ms")):
+                    ax.plot(x, y, linestyle="--", label=f"{s} put", **style[s])
+            else:
+                for s, x, y in series(keys_recs, "keys", f):
+                    ax.plot(x, y, label=s, **style[s])
+            ax.set_xscale("log")
+            ax.set_xlabel("keys (256 B values)")
+            ax.set_title(t)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend()
+        fig.suptitle(f"Keys curve: Epoch vs etcd, 3 members each — {title}")
+        fig.tight_layout()
+        path = os.path.join(out, "keys.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
+    if values_recs:
+        fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+        ax = axes[0]
+        for s, x, y in series(values_recs, "value_bytes", lambda r: r.get("mb_per_s")):
+            ax.plot(x, y, label=f"{s} put", **style[s])
+        if floors:
+            ax.plot([f["block_bytes"] for f in floors], [f["mb_per_s"] for f in floors],
+                    color="gray", linestyle=":", marker="^", label="disk: write+fdatasync per value")
+        if bulk:
+            ax.axhline(bulk["mb_per_s"], color="gray", linestyle="--",
+                       label=f"disk: sequential, one fdatasync ({bulk['mb_per_s']:.0f} MB/s)")
+        ax.set_yscale("log")
+        ax.set_title("put throughput (MiB/s)")
+        ax = axes[1]
+        for s, x, y in series(values_recs, "value_bytes", lambda r: r["put"].get("p99_ms")):
+            ax.plot(x, y, label=f"{s} put p99", **style[s])
+        ax.set_yscale("log")
+        ax.set_title("put p99 (ms)")
+        for ax in axes:
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("value bytes")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.suptitle(f"Values curve: Epoch vs etcd — {title}")
+        fig.tight_layout()
+        path = os.path.join(out, "values.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def git_commit():
+    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return r.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def parse_sizes(s):
+    out = []
+    for x in s.split(","):
+        x = x.strip().lower()
+        mult = 1
+        for suf, m in (("k", 1000), ("m", 1000 * 1000), ("kib", 1024), ("mib", MIB)):
+            if x.endswith(suf):
+                mult = m
+                x = x[: -len(suf)]
+        out.append(int(float(x) * mult))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", required=True, help="results directory (results.jsonl, tables, PNGs)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--quick", action="store_true", help="small sizes, short cells: proves it runs")
+    ap.add_argument("--curves", default="keys,values")
+    ap.add_argument("--keys", help="key counts (default 10k,100k,1m; quick 1k,5k)")
+    ap.add_argument("--values", help="value sizes (default 256,16kib,256kib,1mib; quick 256,64kib)")
+    ap.add_argument("--duration", type=float, help="measured seconds per cell (8; quick 1)")
+    ap.add_argument("--warmup", type=float, help="warm-up seconds per cell (2; quick 0.5)")
+    ap.add_argument("--settle", type=float, default=2.0,
+                    help="seconds between loading and sampling memory and disk")
+    ap.add_argument("--restart-timeout", type=float, default=120.0)
+    ap.add_argument("--port-offset", type=int, default=0)
+    ap.add_argument("--systems", default="epoch,etcd")
+    ap.add_argument("--workdir", help="cluster data and logs (default /tmp/epoch-scale.XXXX)")
+    ap.add_argument("--keep-data", action="store_true")
+    args = ap.parse_args()
+    q = args.quick
+    args.keys = parse_sizes(args.keys or ("1k,5k" if q else "10k,100k,1m"))
+    args.values = parse_sizes(args.values or ("256,64kib" if q else "256,16kib,256kib,1mib"))
+    args.duration = args.duration if args.duration is not None else (1.0 if q else 8.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.5 if q else 2.0)
+    if q:
+        args.settle = min(args.settle, 0.5)
+    curves = args.curves.split(",")
+    systems = args.systems.split(",")
+
+    os.makedirs(args.out, exist_ok=True)
+    work = args.workdir or tempfile.mkdtemp(prefix="epoch-scale.", dir="/tmp")
+    os.makedirs(work, exist_ok=True)
+    epochd = os.path.join(args.build, "server", "epochd")
+    bench = Bench(os.path.join(args.build, "bench", "kv", "epoch_bench"), args, work)
+    clusters = {"epoch": EpochCluster(work, 24379 + args.port_offset, epochd),
+                "etcd": EtcdCluster(work, 34379 + args.port_offset)}
+    etcd_version = subprocess.run(["etcd", "--version"], capture_output=True,
+                                  text=True).stdout.split("\n")[0]
+    meta = {"kind": "meta", "commit": git_commit(), "date_utc": time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "etcd": etcd_version, "cores": os.cpu_count(),
+        "quick": q, "duration_s": args.duration, "warmup_s": args.warmup,
+        "loadavg_start": loadavg(), "workdir": work}
+    log(f"scale suite: commit {meta['commit']}, load average {meta['loadavg_start']}, "
+        f"work dir {work}")
+    results_path = os.path.join(args.out, "results.jsonl")
+    results = open(results_path, "w")
+
+    def emit(rec):
+        results.write(json.dumps(rec) + "\n")
+        results.flush()
+
+    emit(meta)
+    failed = []
+    keys_recs, values_recs, floors, bulk = [], [], [], None
+    t_start = time.monotonic()
+    point_no = 0
+
+    def ordered():
+        nonlocal point_no
+        point_no += 1
+        return systems if point_no % 2 else list(reversed(systems))
+
+    if "keys" in curves:
+        for n in args.keys:
+            for s in ordered():
+                t0 = time.monotonic()
+                log(f"-- keys {n}: {s}")
+                try:
+                    rec = keys_point(clusters[s], bench, n, args)
+                except Exception as e:  # a cluster that did not start, a member that died
+                    rec = {"keys": n, "ok": False, "error": repr(e)}
+                rec.update(kind="point", curve="keys", system=s, loadavg=loadavg(),
+                           seconds=time.monotonic() - t0)
+                log(f"   {json.dumps(rec)}")
+                emit(rec)
+                keys_recs.append(rec)
+                if not rec.get("ok"):
+                    failed.append(f"keys {n} {s}")
+    if "values" in curves:
+        bulk = disk_bulk(work, (32 if q else 256) * MIB)
+        emit(dict(kind="disk", test="bulk", **bulk))
+        for v in args.values:
+            f = disk_floor(work, v, 1.0 if q else 3.0, (64 if q else 512) * MIB)
+            emit(dict(kind="disk", test="fdatasync-per-write", **f))
+            floors.append(f)
+            for s in ordered():
+                t0 = time.monotonic()
+                log(f"-- values {v}: {s}")
+                try:
+                    rec = values_point(clusters[s], bench, v, args)
+                except Exception as e:
+                    rec = {"value_bytes": v, "ok": False, "error": repr(e)}
+                rec.update(kind="point", curve="values", system=s, loadavg=loadavg(),
+                           seconds=time.monotonic() - t0)
+                log(f"   {json.dumps(rec)}")
+                emit(rec)
+                values_recs.append(rec)
+                if not rec.get("ok"):
+                    failed.append(f"values {v} {s}")
+    end = {"kind": "end", "loadavg_end": loadavg(), "seconds": time.monotonic() - t_start,
+           "failed": failed}
+    emit(end)
+    results.close()
+
+    title = (f"{meta['commit'][:12]}, {meta['etcd']}, {os.cpu_count()} cores, load avg "
+             f"{meta['loadavg_start'][0]:.1f}→{end['loadavg_end'][0]:.1f}")
+    text = [f"Epoch vs {etcd_version}, 3 members each on 127.0.0.1, fsync on, data in {work}",
+            f"commit {meta['commit']}, {meta['date_utc']}, {os.cpu_count()} cores, "
+            f"{args.duration:g} s per cell after {args.warmup:g} s warm-up, 256 clients on 12 "
+            f"connections to all members",
+            f"load average: start {meta['loadavg_start']}, end {end['loadavg_end']}; "
+            f"{end['seconds']:.0f} s in all", ""]
+    if keys_recs:
+        text += ["KEYS (256 B values; fresh cluster per point; memory and disk after loading; "
+                 "ratio = epoch/etcd)", keys_table(keys_recs), ""]
+    if values_recs:
+        text += ["VALUES (puts over 1000 keys; fresh cluster per point; disk columns: this "
+                 "machine's write+fdatasync of one value at a time)", values_table(values_recs,
+                                                                                   floors)]
+        if bulk:
+            text.append(f"disk sequential write, 1 MiB blocks and one fdatasync: "
+                        f"{bulk['mb_per_s']:.0f} MB/s")
+        text.append("")
+    if failed:
+        text.append("FAILED: " + "; ".join(failed))
+    report = "\n".join(text)
+    with open(os.path.join(args.out, "tables.txt"), "w") as f:
+        f.write(report + "\n")
+    print(report)
+    for p in plot(args.out, [r for r in keys_recs if r.get("ok") is not None and "rss_bytes" in r],
+                  [r for r in values_recs if "put" in r], floors, bulk, title):
+        print(f"plot: {p}")
+    print(f"results: {results_path}; logs: {work}")
+    if not args.keep_data:
+        for c in clusters.values():
+            c.drop_data()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
