@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Epoch vs etcd scale curves (issue 31): how each cost grows with keys and with value size.
+"""Epoch vs etcd scale curves (issue 31): how each cost grows with keys, value size, watchers.
 
 Run through bench/scale/run.sh (README.md there). For every point of a curve it starts a fresh
 3-member Epoch cluster (deploy/local-cluster.sh) and a fresh 3-member etcd cluster
@@ -85,6 +85,75 @@ def _varint(n):
 
 def range_request(key):
     return b"\x0a" + _varint(len(key)) + key  # serializable (7) unset: linearizable
+
+
+def _field(num, payload):
+    """A length-delimited protobuf field."""
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def pb_fields(buf):
+    """(field number, value) of a protobuf message: ints for varints, bytes for the rest."""
+    i, n = 0, len(buf)
+    while i < n:
+        tag, i = _read_varint(buf, i)
+        num, wt = tag >> 3, tag & 7
+        if wt == 0:
+            v, i = _read_varint(buf, i)
+        elif wt == 2:
+            ln, i = _read_varint(buf, i)
+            v, i = buf[i:i + ln], i + ln
+        elif wt == 1:
+            v, i = buf[i:i + 8], i + 8
+        elif wt == 5:
+            v, i = buf[i:i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wt}")
+        yield num, v
+
+
+def _read_varint(buf, i):
+    shift = result = 0
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, i
+        shift += 7
+
+
+def put_request(key, value):
+    return _field(1, key) + _field(2, value)
+
+
+def header_revision(resp):
+    """ResponseHeader.revision (3) of a reply whose header is field 1."""
+    for num, v in pb_fields(resp):
+        if num == 1:
+            return dict(pb_fields(v)).get(3, 0)
+    return 0
+
+
+def watch_create_request(key):
+    return _field(1, _field(1, key))  # WatchRequest.create_request{key}
+
+
+def watch_response(buf):
+    """(created, canceled, [(key, mod_revision)]) of a WatchResponse."""
+    created = canceled = False
+    events = []
+    for num, v in pb_fields(buf):
+        if num == 3:
+            created = bool(v)
+        elif num == 4:
+            canceled = bool(v)
+        elif num == 11:  # mvccpb.Event{type 1, kv 2}
+            for en, ev in pb_fields(v):
+                if en == 2:
+                    kv = dict(pb_fields(ev))
+                    events.append((kv.get(1, b""), kv.get(3, 0)))
+    return created, canceled, events
 
 
 def wait_serving_linearizable(endpoint, timeout_s):
@@ -393,6 +462,143 @@ def keys_point(cluster, bench, n, args):
     return rec
 
 
+def quantile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))] if xs else None
+
+
+def watchers_point(cluster, n, args):
+    """Fresh cluster, n watchers on n distinct keys (1000 per gRPC stream, the streams spread
+    over the members), then puts at a fixed rate to those keys from one client: delivery latency
+    from each put's acknowledgement to its event, and the members' memory per watcher."""
+    import queue
+    import threading
+
+    import grpc
+
+    rec = {"watchers": n}
+    cluster.use_dir(f"watchers-{n}")
+    cluster.start()
+    streams, threads, channels = [], [], []
+    lock = threading.Lock()
+    created = [0]
+    canceled = [0]
+    received = {}  # mod revision -> receive time (monotonic)
+    stream_errors = []
+    try:
+        term0 = cluster.term()
+        keys = [b"scale/w/%08d" % i for i in range(n)]
+        time.sleep(args.settle)
+        rss0 = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
+        per_stream = 1000
+        for s_i, first in enumerate(range(0, n, per_stream)):
+            ch = grpc.insecure_channel(cluster.client_endpoint(1 + s_i % cluster.members))
+            channels.append(ch)
+            q = queue.Queue()
+            for k in keys[first:first + per_stream]:
+                q.put(watch_create_request(k))
+
+            def requests(q=q):
+                while True:
+                    r = q.get()
+                    if r is None:
+                        return
+                    yield r
+
+            call = ch.stream_stream("/etcdserverpb.Watch/Watch")(requests())
+            streams.append((q, call))
+
+            def reader(call=call):
+                try:
+                    for resp in call:
+                        now = time.monotonic()
+                        c, x, evs = watch_response(resp)
+                        with lock:
+                            created[0] += c
+                            canceled[0] += x
+                            for _, rev in evs:
+                                received[rev] = now
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.CANCELLED:
+                        stream_errors.append(str(e.code()))
+
+            t = threading.Thread(target=reader, daemon=True)
+            t.start()
+            threads.append(t)
+        end = time.monotonic() + 60
+        while created[0] < n and time.monotonic() < end and not stream_errors:
+            time.sleep(0.05)
+        rec["created"] = created[0]
+        time.sleep(args.settle)
+        rss1 = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
+        rec["rss_bytes_before"], rec["rss_bytes"] = rss0, rss1
+        rec["bytes_per_watcher"] = (sum(rss1) - sum(rss0)) / n
+        # Puts at a fixed rate, each to a uniformly chosen watched key, one at a time.
+        pch = grpc.insecure_channel(cluster.client_endpoint(1))
+        channels.append(pch)
+        put = pch.unary_unary("/etcdserverpb.KV/Put")
+        value = b"v" * 256
+        sent, acked, put_errors = {}, {}, 0
+        period = 1.0 / args.watch_put_rate
+        count = int(args.watch_put_rate * args.duration)
+        import random
+        rnd = random.Random(n)
+        t0 = time.monotonic()
+        for i in range(count):
+            due = t0 + i * period
+            now = time.monotonic()
+            if due > now:
+                time.sleep(due - now)
+            ts = time.monotonic()
+            try:
+                resp = put(put_request(keys[rnd.randrange(n)], value), timeout=5)
+            except grpc.RpcError:
+                put_errors += 1
+                continue
+            ta = time.monotonic()
+            rev = header_revision(resp)
+            sent[rev], acked[rev] = ts, ta
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            with lock:
+                if all(r in received for r in acked):
+                    break
+            time.sleep(0.05)
+        with lock:
+            got = {r: received[r] for r in acked if r in received}
+        from_ack = [(got[r] - acked[r]) * 1000 for r in got]
+        from_send = [(got[r] - sent[r]) * 1000 for r in got]
+        rec["puts"] = len(acked)
+        rec["put_errors"] = put_errors
+        rec["put_rate"] = len(acked) / (time.monotonic() - t0)
+        rec["events_delivered"] = len(got)
+        rec["delivery_from_ack_ms"] = {"p50": quantile(from_ack, 0.5),
+                                       "p99": quantile(from_ack, 0.99),
+                                       "max": max(from_ack, default=None)}
+        rec["delivery_from_send_ms"] = {"p50": quantile(from_send, 0.5),
+                                        "p99": quantile(from_send, 0.99)}
+        rec["put_latency_ms"] = {
+            "p50": quantile([(acked[r] - sent[r]) * 1000 for r in acked], 0.5),
+            "p99": quantile([(acked[r] - sent[r]) * 1000 for r in acked], 0.99)}
+        rec["stream_errors"] = stream_errors
+        rec["canceled"] = canceled[0]
+        rec["term_changes"] = cluster.term() - term0
+        rec["ok"] = (created[0] == n and not stream_errors and canceled[0] == 0
+                     and put_errors == 0 and len(got) == len(acked) == count)
+    finally:
+        for q, call in streams:
+            q.put(None)
+            call.cancel()
+        for ch in channels:
+            ch.close()
+        for t in threads:
+            t.join(timeout=5)
+        cluster.stop()
+        if not args.keep_data:
+            cluster.drop_data()
+    return rec
+
+
 def values_clients(v):
     """Clients for value size v: 256 up to 16 KiB, then as many as keep 4 MiB in flight (>= 8)."""
     return 256 if v <= 16384 else max(8, (4 * MIB) // v)
@@ -532,7 +738,28 @@ def values_table(recs, floors):
     return table(rows)
 
 
-def plot(out, keys_recs, values_recs, floors, bulk, title):
+def watchers_table(recs):
+    rows = [["watchers", "created e/etcd", "bytes/watcher e", "etcd", "ratio",
+             "delivery p50 ms e", "etcd", "delivery p99 ms e", "etcd", "p99 ratio",
+             "put p50 ms e", "etcd", "puts/s e/etcd", "elections e/etcd", "ok e/etcd"]]
+    for n in sorted({r["watchers"] for r in recs}):
+        e = next((r for r in recs if r["watchers"] == n and r["system"] == "epoch"), {})
+        d = next((r for r in recs if r["watchers"] == n and r["system"] == "etcd"), {})
+        de, dd = e.get("delivery_from_ack_ms", {}), d.get("delivery_from_ack_ms", {})
+        pe, pd = e.get("put_latency_ms", {}), d.get("put_latency_ms", {})
+        rows.append([
+            n, f"{e.get('created')}/{d.get('created')}", fmt(e.get("bytes_per_watcher")),
+            fmt(d.get("bytes_per_watcher")),
+            ratio(e.get("bytes_per_watcher"), d.get("bytes_per_watcher")),
+            fmt(de.get("p50"), 2), fmt(dd.get("p50"), 2), fmt(de.get("p99"), 2),
+            fmt(dd.get("p99"), 2), ratio(de.get("p99"), dd.get("p99")),
+            fmt(pe.get("p50"), 2), fmt(pd.get("p50"), 2),
+            f"{fmt(e.get('put_rate'))}/{fmt(d.get('put_rate'))}",
+            f"{e.get('term_changes')}/{d.get('term_changes')}", f"{e.get('ok')}/{d.get('ok')}"])
+    return table(rows)
+
+
+def plot(out, keys_recs, values_recs, floors, bulk, title, watchers_recs=()):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -609,6 +836,29 @@ def plot(out, keys_recs, values_recs, floors, bulk, title):
         fig.savefig(path, dpi=90)
         plt.close(fig)
         made.append(path)
+    if watchers_recs:
+        fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+        ax = axes[0]
+        for q, ls in (("p50", "--"), ("p99", "-")):
+            for s, x, y in series(watchers_recs, "watchers",
+                                  lambda r, q=q: r.get("delivery_from_ack_ms", {}).get(q)):
+                ax.plot(x, y, linestyle=ls, label=f"{s} {q}", **style[s])
+        ax.set_title("event delivery after the put's acknowledgement (ms)")
+        ax = axes[1]
+        for s, x, y in series(watchers_recs, "watchers", lambda r: r.get("bytes_per_watcher")):
+            ax.plot(x, y, label=s, **style[s])
+        ax.set_title("resident memory per watcher, all members (bytes)")
+        for ax in axes:
+            ax.set_xscale("log")
+            ax.set_xlabel("watchers (distinct keys)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.suptitle(f"Watchers curve: Epoch vs etcd — {title}")
+        fig.tight_layout()
+        path = os.path.join(out, "watchers.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
     return made
 
 
@@ -637,9 +887,12 @@ def main():
     ap.add_argument("--out", required=True, help="results directory (results.jsonl, tables, PNGs)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--quick", action="store_true", help="small sizes, short cells: proves it runs")
-    ap.add_argument("--curves", default="keys,values")
+    ap.add_argument("--curves", default="keys,values,watchers")
     ap.add_argument("--keys", help="key counts (default 10k,100k,1m; quick 1k,5k)")
-    ap.add_argument("--values", help="value sizes (default 256,16kib,256kib,1mib; quick 256,64kib)")
+    ap.add_argument("--values", help="value sizes (default 256,16kib,256kib,1mib; quick 64kib)")
+    ap.add_argument("--watchers", help="watcher counts (default 1,1k,10k; quick 100)")
+    ap.add_argument("--watch-put-rate", type=float, default=100.0,
+                    help="puts per second during the watchers curve (one client, one at a time)")
     ap.add_argument("--duration", type=float, help="measured seconds per cell (8; quick 1)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds per cell (2; quick 0.5)")
     ap.add_argument("--settle", type=float, default=2.0,
@@ -652,7 +905,8 @@ def main():
     args = ap.parse_args()
     q = args.quick
     args.keys = parse_sizes(args.keys or ("1k,5k" if q else "10k,100k,1m"))
-    args.values = parse_sizes(args.values or ("256,64kib" if q else "256,16kib,256kib,1mib"))
+    args.values = parse_sizes(args.values or ("64kib" if q else "256,16kib,256kib,1mib"))
+    args.watchers = parse_sizes(args.watchers or ("100" if q else "1,1k,10k"))
     args.duration = args.duration if args.duration is not None else (1.0 if q else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (0.5 if q else 2.0)
     if q:
@@ -730,6 +984,23 @@ def main():
                 values_recs.append(rec)
                 if not rec.get("ok"):
                     failed.append(f"values {v} {s}")
+    watchers_recs = []
+    if "watchers" in curves:
+        for n in args.watchers:
+            for s in ordered():
+                t0 = time.monotonic()
+                log(f"-- watchers {n}: {s}")
+                try:
+                    rec = watchers_point(clusters[s], n, args)
+                except Exception as e:
+                    rec = {"watchers": n, "ok": False, "error": repr(e)}
+                rec.update(kind="point", curve="watchers", system=s, loadavg=loadavg(),
+                           seconds=time.monotonic() - t0)
+                log(f"   {json.dumps(rec)}")
+                emit(rec)
+                watchers_recs.append(rec)
+                if not rec.get("ok"):
+                    failed.append(f"watchers {n} {s}")
     end = {"kind": "end", "loadavg_end": loadavg(), "seconds": time.monotonic() - t_start,
            "failed": failed}
     emit(end)
@@ -754,6 +1025,12 @@ def main():
             text.append(f"disk sequential write, 1 MiB blocks and one fdatasync: "
                         f"{bulk['mb_per_s']:.0f} MB/s")
         text.append("")
+    if watchers_recs:
+        text += [f"WATCHERS (one watcher per distinct key, 1000 per stream; "
+                 f"{args.watch_put_rate:g} puts/s from one client for {args.duration:g} s; "
+                 "delivery = event received - put acknowledged, negative when the event "
+                 "arrives first; memory = growth of all members' RSS / watchers)",
+                 watchers_table(watchers_recs), ""]
     if failed:
         text.append("FAILED: " + "; ".join(failed))
     report = "\n".join(text)
@@ -761,7 +1038,8 @@ def main():
         f.write(report + "\n")
     print(report)
     for p in plot(args.out, [r for r in keys_recs if r.get("ok") is not None and "rss_bytes" in r],
-                  [r for r in values_recs if "put" in r], floors, bulk, title):
+                  [r for r in values_recs if "put" in r], floors, bulk, title,
+                  [r for r in watchers_recs if "delivery_from_ack_ms" in r]):
         print(f"plot: {p}")
     print(f"results: {results_path}; logs: {work}")
     if not args.keep_data:
