@@ -599,6 +599,138 @@ def watchers_point(cluster, n, args):
     return rec
 
 
+def cpu_seconds(pids):
+    """user + system CPU seconds the processes used so far (/proc/<pid>/stat 14, 15)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def leases_point(cluster, n, args):
+    """Fresh cluster, n leases of TTL 10 s granted, then kept alive as clientv3 does (every lease
+    renewed each TTL/3) on LeaseKeepAlive streams of 2000 leases spread over the members: the
+    renewals answered per second and the members' CPU per renewal, in a window of --duration
+    (at least two renewal periods) after one period of warm-up."""
+    import queue
+    import threading
+
+    import grpc
+
+    ttl_s, per_stream = 10, 2000
+    period = ttl_s / 3
+    rec = {"leases": n, "ttl_s": ttl_s}
+    cluster.use_dir(f"leases-{n}")
+    cluster.start()
+    channels = [grpc.insecure_channel(e) for e in cluster.endpoints()]
+    stop = threading.Event()
+    streams, threads = [], []
+    lock = threading.Lock()
+    answered = [0]
+    expired = [0]  # keep-alive answers with TTL <= 0: the lease was gone
+    stream_errors = []
+    try:
+        term0 = cluster.term()
+        # Grant: up to 256 in flight, round-robin over the members.
+        grants = [ch.unary_unary("/etcdserverpb.Lease/LeaseGrant") for ch in channels]
+        ids, pending, grant_errors = [], [], 0
+        req = _varint(1 << 3) + _varint(ttl_s)  # LeaseGrantRequest{TTL}
+        t0 = time.monotonic()
+        for i in range(n):
+            pending.append(grants[i % len(grants)].future(req, timeout=10))
+            if len(pending) >= 256 or i == n - 1:
+                for f in pending:
+                    try:
+                        ids.append(dict(pb_fields(f.result())).get(2, 0))
+                    except grpc.RpcError:
+                        grant_errors += 1
+                pending = []
+        rec["grant_per_s"] = n / (time.monotonic() - t0)
+        rec["grant_errors"] = grant_errors
+
+        def keepalive_stream(ch, my_ids):
+            q = queue.Queue(maxsize=4 * per_stream)
+
+            def requests():
+                while True:
+                    r = q.get()
+                    if r is None:
+                        return
+                    yield r
+
+            call = ch.stream_stream("/etcdserverpb.Lease/LeaseKeepAlive")(requests())
+
+            def writer():
+                msgs = [_varint(1 << 3) + _varint(i) for i in my_ids]
+                gap = period / len(msgs)
+                start = time.monotonic()
+                k = 0
+                while not stop.is_set():
+                    due = start + k * gap
+                    now = time.monotonic()
+                    if due > now:
+                        stop.wait(due - now)
+                    q.put(msgs[k % len(msgs)])
+                    k += 1
+                q.put(None)
+
+            def reader():
+                try:
+                    for resp in call:
+                        ttl = dict(pb_fields(resp)).get(3, 0)
+                        with lock:
+                            answered[0] += 1
+                            expired[0] += ttl <= 0 or ttl >= 1 << 63
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.CANCELLED:
+                        stream_errors.append(str(e.code()))
+
+            return call, [threading.Thread(target=writer, daemon=True),
+                          threading.Thread(target=reader, daemon=True)]
+
+        for s_i, first in enumerate(range(0, len(ids), per_stream)):
+            call, ts = keepalive_stream(channels[s_i % len(channels)], ids[first:first + per_stream])
+            streams.append(call)
+            threads += ts
+        for t in threads:
+            t.start()
+        time.sleep(period)  # warm-up: one full renewal round
+        window = args.duration if args.quick else max(args.duration, 2 * period)
+        pids = cluster.pids()
+        with lock:
+            a0 = answered[0]
+        c0, w0 = cpu_seconds(pids), time.monotonic()
+        time.sleep(window)
+        with lock:
+            a1 = answered[0]
+        c1, w1 = cpu_seconds(pids), time.monotonic()
+        rec["renewals_per_s"] = (a1 - a0) / (w1 - w0)
+        rec["renewals_needed_per_s"] = len(ids) / period
+        rec["server_cpu_cores"] = (c1 - c0) / (w1 - w0)
+        rec["server_cpu_us_per_renewal"] = ((c1 - c0) * 1e6 / (a1 - a0)) if a1 > a0 else None
+        rec["rss_bytes"] = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
+        rec["expired_answers"] = expired[0]
+        rec["stream_errors"] = stream_errors
+        rec["term_changes"] = cluster.term() - term0
+        # Kept up: at least 90 % of the renewals due were answered, none found its lease gone.
+        rec["ok"] = (grant_errors == 0 and not stream_errors and expired[0] == 0
+                     and rec["renewals_per_s"] >= 0.9 * rec["renewals_needed_per_s"])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)
+        for call in streams:
+            call.cancel()
+        for ch in channels:
+            ch.close()
+        cluster.stop()
+        if not args.keep_data:
+            cluster.drop_data()
+    return rec
+
+
 def values_clients(v):
     """Clients for value size v: 256 up to 16 KiB, then as many as keep 4 MiB in flight (>= 8)."""
     return 256 if v <= 16384 else max(8, (4 * MIB) // v)
@@ -759,7 +891,27 @@ def watchers_table(recs):
     return table(rows)
 
 
-def plot(out, keys_recs, values_recs, floors, bulk, title, watchers_recs=()):
+def leases_table(recs):
+    rows = [["leases", "renewals/s needed", "answered/s e", "etcd", "server cpu cores e",
+             "etcd", "ratio", "cpu us/renewal e", "etcd", "rss MiB/member e", "etcd",
+             "grant/s e", "etcd", "elections e/etcd", "ok e/etcd"]]
+    for n in sorted({r["leases"] for r in recs}):
+        e = next((r for r in recs if r["leases"] == n and r["system"] == "epoch"), {})
+        d = next((r for r in recs if r["leases"] == n and r["system"] == "etcd"), {})
+        rse, rsd = mean(e.get("rss_bytes") or []), mean(d.get("rss_bytes") or [])
+        rows.append([
+            n, fmt(e.get("renewals_needed_per_s") or d.get("renewals_needed_per_s")),
+            fmt(e.get("renewals_per_s")), fmt(d.get("renewals_per_s")),
+            fmt(e.get("server_cpu_cores"), 2), fmt(d.get("server_cpu_cores"), 2),
+            ratio(e.get("server_cpu_cores"), d.get("server_cpu_cores")),
+            fmt(e.get("server_cpu_us_per_renewal")), fmt(d.get("server_cpu_us_per_renewal")),
+            fmt(rse and rse / MIB), fmt(rsd and rsd / MIB),
+            fmt(e.get("grant_per_s")), fmt(d.get("grant_per_s")),
+            f"{e.get('term_changes')}/{d.get('term_changes')}", f"{e.get('ok')}/{d.get('ok')}"])
+    return table(rows)
+
+
+def plot(out, keys_recs, values_recs, floors, bulk, title, watchers_recs=(), leases_recs=()):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -859,6 +1011,24 @@ def plot(out, keys_recs, values_recs, floors, bulk, title, watchers_recs=()):
         fig.savefig(path, dpi=90)
         plt.close(fig)
         made.append(path)
+    if leases_recs:
+        fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+        for ax, (t, f) in zip(axes, [
+                ("server CPU, all members (cores)", lambda r: r.get("server_cpu_cores")),
+                ("keep-alive renewals answered per second", lambda r: r.get("renewals_per_s"))]):
+            for s, x, y in series(leases_recs, "leases", f):
+                ax.plot(x, y, label=s, **style[s])
+            ax.set_title(t)
+            ax.set_xscale("log")
+            ax.set_xlabel("leases kept alive (TTL 10 s, renewed every TTL/3)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.suptitle(f"Leases curve: Epoch vs etcd — {title}")
+        fig.tight_layout()
+        path = os.path.join(out, "leases.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
     return made
 
 
@@ -887,12 +1057,13 @@ def main():
     ap.add_argument("--out", required=True, help="results directory (results.jsonl, tables, PNGs)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--quick", action="store_true", help="small sizes, short cells: proves it runs")
-    ap.add_argument("--curves", default="keys,values,watchers")
+    ap.add_argument("--curves", default="keys,values,watchers,leases")
     ap.add_argument("--keys", help="key counts (default 10k,100k,1m; quick 1k,5k)")
     ap.add_argument("--values", help="value sizes (default 256,16kib,256kib,1mib; quick 64kib)")
     ap.add_argument("--watchers", help="watcher counts (default 1,1k,10k; quick 100)")
     ap.add_argument("--watch-put-rate", type=float, default=100.0,
                     help="puts per second during the watchers curve (one client, one at a time)")
+    ap.add_argument("--leases", help="lease counts (default 1k,10k; quick 100)")
     ap.add_argument("--duration", type=float, help="measured seconds per cell (8; quick 1)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds per cell (2; quick 0.5)")
     ap.add_argument("--settle", type=float, default=2.0,
@@ -907,6 +1078,7 @@ def main():
     args.keys = parse_sizes(args.keys or ("1k,5k" if q else "10k,100k,1m"))
     args.values = parse_sizes(args.values or ("64kib" if q else "256,16kib,256kib,1mib"))
     args.watchers = parse_sizes(args.watchers or ("100" if q else "1,1k,10k"))
+    args.leases = parse_sizes(args.leases or ("100" if q else "1k,10k"))
     args.duration = args.duration if args.duration is not None else (1.0 if q else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (0.5 if q else 2.0)
     if q:
@@ -1001,6 +1173,23 @@ def main():
                 watchers_recs.append(rec)
                 if not rec.get("ok"):
                     failed.append(f"watchers {n} {s}")
+    leases_recs = []
+    if "leases" in curves:
+        for n in args.leases:
+            for s in ordered():
+                t0 = time.monotonic()
+                log(f"-- leases {n}: {s}")
+                try:
+                    rec = leases_point(clusters[s], n, args)
+                except Exception as e:
+                    rec = {"leases": n, "ok": False, "error": repr(e)}
+                rec.update(kind="point", curve="leases", system=s, loadavg=loadavg(),
+                           seconds=time.monotonic() - t0)
+                log(f"   {json.dumps(rec)}")
+                emit(rec)
+                leases_recs.append(rec)
+                if not rec.get("ok"):
+                    failed.append(f"leases {n} {s}")
     end = {"kind": "end", "loadavg_end": loadavg(), "seconds": time.monotonic() - t_start,
            "failed": failed}
     emit(end)
@@ -1031,6 +1220,10 @@ def main():
                  "delivery = event received - put acknowledged, negative when the event "
                  "arrives first; memory = growth of all members' RSS / watchers)",
                  watchers_table(watchers_recs), ""]
+    if leases_recs:
+        text += ["LEASES (TTL 10 s, each renewed every TTL/3 on keep-alive streams of 2000 "
+                 "leases; server cpu = all members' user+sys in the window / its length)",
+                 leases_table(leases_recs), ""]
     if failed:
         text.append("FAILED: " + "; ".join(failed))
     report = "\n".join(text)
@@ -1039,7 +1232,8 @@ def main():
     print(report)
     for p in plot(args.out, [r for r in keys_recs if r.get("ok") is not None and "rss_bytes" in r],
                   [r for r in values_recs if "put" in r], floors, bulk, title,
-                  [r for r in watchers_recs if "delivery_from_ack_ms" in r]):
+                  [r for r in watchers_recs if "delivery_from_ack_ms" in r],
+                  [r for r in leases_recs if "renewals_per_s" in r]):
         print(f"plot: {p}")
     print(f"results: {results_path}; logs: {work}")
     if not args.keep_data:
