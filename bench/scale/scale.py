@@ -416,9 +416,9 @@ def keys_point(cluster, bench, n, args):
         t = now
 
     cluster.use_dir(f"keys-{n}")
-    cluster.start()
-    phase("start")
     try:
+        cluster.start()
+        phase("start")
         term0 = cluster.term()
         # Load: put every key once, 256 in flight (epoch_bench's prefill), then a 0.1 s put run
         # whose figures are not used.
@@ -478,7 +478,6 @@ def watchers_point(cluster, n, args):
 
     rec = {"watchers": n}
     cluster.use_dir(f"watchers-{n}")
-    cluster.start()
     streams, threads, channels = [], [], []
     lock = threading.Lock()
     created = [0]
@@ -486,6 +485,7 @@ def watchers_point(cluster, n, args):
     received = {}  # mod revision -> receive time (monotonic)
     stream_errors = []
     try:
+        cluster.start()
         term0 = cluster.term()
         keys = [b"scale/w/%08d" % i for i in range(n)]
         time.sleep(args.settle)
@@ -623,7 +623,6 @@ def leases_point(cluster, n, args):
     period = ttl_s / 3
     rec = {"leases": n, "ttl_s": ttl_s}
     cluster.use_dir(f"leases-{n}")
-    cluster.start()
     channels = [grpc.insecure_channel(e) for e in cluster.endpoints()]
     stop = threading.Event()
     streams, threads = [], []
@@ -632,6 +631,7 @@ def leases_point(cluster, n, args):
     expired = [0]  # keep-alive answers with TTL <= 0: the lease was gone
     stream_errors = []
     try:
+        cluster.start()
         term0 = cluster.term()
         # Grant: up to 256 in flight, round-robin over the members.
         grants = [ch.unary_unary("/etcdserverpb.Lease/LeaseGrant") for ch in channels]
@@ -739,8 +739,8 @@ def values_clients(v):
 def values_point(cluster, bench, v, args):
     rec = {"value_bytes": v}
     cluster.use_dir(f"values-{v}")
-    cluster.start()
     try:
+        cluster.start()
         term0 = cluster.term()
         r = bench.run(cluster, f"put-{v}", "put", values_clients(v), 1000, v, prefill=False)
         rec["put"] = summary(r)
@@ -1052,7 +1052,14 @@ def parse_sizes(s):
     return out
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main():
+    # SIGTERM (ctest's timeout, kill) unwinds like Ctrl-C, so every point's `finally` stops its
+    # cluster by PID and removes its data.
+    signal.signal(signal.SIGTERM, _interrupt)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", required=True, help="results directory (results.jsonl, tables, PNGs)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
