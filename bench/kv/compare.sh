@@ -6,7 +6,8 @@
 # Builds epochd and epoch_bench if needed, then, one system at a time (so the idle one takes no
 # CPU), starts a local 3-node cluster, runs the matrix below against it, and stops it by PID:
 #   epoch: deploy/local-cluster.sh (client ports 22379/22389/22399);
-#   etcd:  /usr/bin/etcd, default settings (fsync on, heartbeat 100 ms, election 1000 ms),
+#   etcd:  bench/lib/etcd-cluster.sh: /usr/bin/etcd, default settings (fsync on, heartbeat 100 ms,
+#          election 1000 ms),
 #          client ports 32379/32389/32399, peer ports 32380/32390/32400.
 # Logs and results live in $BENCH_DIR (default /tmp/epoch-bench.XXXX, kept for inspection).
 # Prints one table with both results and the ratios epoch/etcd.
@@ -150,37 +151,11 @@ stop_epoch() {
   wait_exit $pids
 }
 
-start_etcd() {
-  mkdir -p "$dir/etcd"
-  local peers="" i
-  for i in 0 1 2; do peers+="${peers:+,}e$((i + 1))=http://127.0.0.1:$((cp0 + 1 + 10 * i))"; done
-  for i in 0 1 2; do
-    local cp=$((cp0 + 10 * i)) pp=$((cp0 + 1 + 10 * i))
-    etcd --name "e$((i + 1))" --data-dir "$dir/etcd/e$((i + 1))" "${etcd_tls[@]}" \
-      --listen-client-urls "$scheme://127.0.0.1:$cp" --advertise-client-urls "$scheme://127.0.0.1:$cp" \
-      --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
-      --initial-cluster "$peers" --initial-cluster-token epoch-bench --initial-cluster-state new \
-      >>"$dir/etcd/e$((i + 1)).log" 2>&1 &
-    echo $! >"$dir/etcd/e$((i + 1)).pid"
-  done
-  local deadline=$((SECONDS + 30))
-  until etcdctl --endpoints="$etcd_endpoints" endpoint health >/dev/null 2>&1; do
-    if ((SECONDS > deadline)); then echo "etcd cluster not healthy in 30 s; logs in $dir/etcd" >&2; return 1; fi
-    sleep 0.2
-  done
-  echo "etcd cluster of 3 started: endpoints $etcd_endpoints; data and logs in $dir/etcd"
-}
-
-stop_etcd() {
-  local f pid
-  for f in "$dir"/etcd/e*.pid; do
-    [ -f "$f" ] || continue
-    pid=$(cat "$f")
-    kill "$pid" 2>/dev/null || true
-    wait_exit "$pid"
-    rm -f "$f"
-  done
-}
+# etcd through bench/lib/etcd-cluster.sh (the etcd twin of deploy/local-cluster.sh).
+etcd_env=(ETCD_CLUSTER_DIR="$dir/etcd" ETCD_BASE_PORT=$cp0 ETCD_SCHEME=$scheme
+  ETCD_EXTRA_FLAGS="${etcd_tls[*]}" ETCD_CTL_FLAGS="${client_tls[*]}")
+start_etcd() { env "${etcd_env[@]}" "$root/bench/lib/etcd-cluster.sh" start; }
+stop_etcd() { env "${etcd_env[@]}" "$root/bench/lib/etcd-cluster.sh" stop || true; }
 
 # Data dirs hold up to a GB after a run: removed once their cluster is stopped, logs kept.
 drop_data() {
