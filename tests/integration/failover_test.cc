@@ -352,5 +352,35 @@ TEST_CASE("5 nodes: two down keep serving, three down lose quorum and refuse lin
                   cluster->node(third).client_address()) == "v4\n");
 }
 
+TEST_CASE("a linearizable read on a follower waits through an election instead of failing",
+          "[integration][failover][pause]") {
+  auto cluster = StartCluster();
+  Result<int> old_leader = cluster->WaitForLeader(std::chrono::seconds(10));
+  REQUIRE(old_leader.ok());
+  auto leader_kv = etcdserverpb::KV::NewStub(cluster->Channel(*old_leader));
+  etcdserverpb::PutResponse put;
+  REQUIRE(Put(*leader_kv, "k", "v", &put).ok());
+  const int follower = (*old_leader + 1) % cluster->size();
+  auto follower_kv = etcdserverpb::KV::NewStub(cluster->Channel(follower));
+  etcdserverpb::RangeRequest read;
+  read.set_key("k");
+  etcdserverpb::RangeResponse warm;
+  REQUIRE(Range(*follower_kv, read, &warm, std::chrono::seconds(5)).ok());
+
+  // The follower's ReadIndex request goes to a leader that no longer answers; its round ends
+  // when the follower's election timer fires. The read is asked again of the next leader.
+  cluster->Pause(*old_leader);
+  etcdserverpb::RangeResponse got;
+  const grpc::Status s = Range(*follower_kv, read, &got, std::chrono::seconds(10));
+  INFO(s.error_message());
+  CHECK(s.ok());
+  CHECK((got.kvs_size() == 1 && got.kvs(0).value() == "v"));
+  CHECK(cluster->Metric(follower, "epoch_read_index_retries_total").value_or(0) > 0);
+  cluster->Resume(*old_leader);
+  Result<int> healthy = cluster->WaitHealthy(std::chrono::seconds(15));
+  INFO(healthy.status().ToString());
+  CHECK(healthy.ok());
+}
+
 }  // namespace
 }  // namespace epoch::integration

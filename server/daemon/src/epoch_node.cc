@@ -834,6 +834,10 @@ HttpReply EpochNode::Impl::Metrics() {
             removal_probe_ ? removal_probe_->probes() : 0);
   store_->RenderMetrics(m);
   context_->space_quota().RenderMetrics(m);
+  m.Counter("epoch_read_index_retries_total",
+            "Linearizable reads whose ReadIndex round was asked again because the leader changed "
+            "or was not known (an election, or this follower's pre-vote).",
+            context_->read_index_retries());
   snapshots_->RenderMetrics(m);
   peer_drops_.RenderMetrics(m);
   watch_service_->RenderMetrics(m);

@@ -130,11 +130,25 @@ void NodeContext::ReadBarrier(bool serializable, ReadyCallback done, bool cheap)
   // (rpc::ClientQueue::Post), where finishing each costs no wake-up (finished from the strand,
   // each woke the gRPC thread). Others go to the read pool. Without a running server (tests),
   // a cheap read is served on the strand (Dispatch).
-  driver_.ReadIndex([this, cheap, done = std::move(done)](const Status& s) {
+  const auto give_up = std::chrono::steady_clock::now() + config_.leader_wait;
+  ReadIndexAttempt(give_up, [this, cheap, done = std::move(done)](const Status& s) {
     if (cheap) {
       return client_queue_->Dispatch([s, done] { done(s); });
     }
     asio::post(read_pool_, [s, done] { done(s); });
+  });
+}
+
+void NodeContext::ReadIndexAttempt(std::chrono::steady_clock::time_point give_up,
+                                   std::function<void(const Status&)> done) {
+  driver_.ReadIndex([this, give_up, done = std::move(done)](const Status& s) mutable {
+    const bool leader_moved = s.Is(ErrorId::kLeaderChanged) || s.Is(ErrorId::kNoLeader);
+    if (!leader_moved || std::chrono::steady_clock::now() >= give_up) return done(s);
+    ++read_index_retries_;
+    auto timer = std::make_shared<asio::steady_timer>(timer_executor_, kLeaderPoll);
+    timer->async_wait([this, timer, give_up, done = std::move(done)](std::error_code) mutable {
+      ReadIndexAttempt(give_up, std::move(done));
+    });
   });
 }
 

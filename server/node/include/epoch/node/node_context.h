@@ -7,6 +7,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -50,7 +51,10 @@ class NodeContext {
   // Calls `done` once a linearizable read may be served (ReadIndex or lease), or at once for a
   // serializable read: on a read-pool thread; or, when `cheap` (a read of one key), on the
   // calling thread if no wait was needed (serializable, or the leader's lease holds) and on the
-  // gRPC server's thread after a ReadIndex round.
+  // gRPC server's thread after a ReadIndex round. A ReadIndex round that ends without an answer
+  // because the leader changed or is not known yet (an election, or only this follower's
+  // pre-vote) is asked again, up to config.leader_wait: a read has no effect, so asking again is
+  // always safe, and the client gets its answer rather than "leader changed".
   void ReadBarrier(bool serializable, ReadyCallback done, bool cheap = false);
 
   // The space quota's periodic check (it needs the read pool running). Stop() before the pool is
@@ -73,6 +77,10 @@ class NodeContext {
   }
 
   [[nodiscard]] const NodeConfig& config() const { return config_; }
+  // ReadIndex rounds asked again after the leader changed or was not known (ReadBarrier).
+  [[nodiscard]] std::uint64_t read_index_retries() const {
+    return read_index_retries_.load(std::memory_order_relaxed);
+  }
   [[nodiscard]] RaftDriver& driver() { return driver_; }
   [[nodiscard]] KvStore& store() { return store_; }
   [[nodiscard]] asio::thread_pool& read_pool() { return read_pool_; }
@@ -83,6 +91,8 @@ class NodeContext {
   [[nodiscard]] AuthGate& auth() { return auth_; }
 
  private:
+  void ReadIndexAttempt(std::chrono::steady_clock::time_point give_up,
+                        std::function<void(const Status&)> done);
   void WriteAttempt(std::shared_ptr<v1::InternalRequest> request,
                     std::chrono::steady_clock::time_point give_up, WriteCallback done);
 
@@ -95,6 +105,7 @@ class NodeContext {
   std::unique_ptr<LeaderForwarder> forwarder_;
   PeerForwarder* const peer_forwarder_;
   asio::steady_timer::executor_type timer_executor_;
+  std::atomic<std::uint64_t> read_index_retries_{0};
   AuthGate auth_;
   std::unique_ptr<SpaceQuota> space_quota_;  // last: it uses the context
 };
