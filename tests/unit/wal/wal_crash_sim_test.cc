@@ -68,7 +68,8 @@ std::string RunSeed(std::uint64_t seed, int rounds) {
       return "sync never started";
     }
     // kRunning: crash wherever the sync thread happens to be. kStalledRollover: if a rollover
-    // is waiting for its directory sync, the crash lands there.
+    // is waiting for its directory sync (or compaction for its sync after a deletion), the crash
+    // lands there.
     fs.CrashRandom(rng());
     faults->Clear();
     wal.reset();

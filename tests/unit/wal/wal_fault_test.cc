@@ -230,7 +230,8 @@ TEST_CASE("fault: a crash during rollover loses only the unacknowledged frame", 
     Env env;
     Callbacks cb;
     auto wal = env.Open(2048);
-    // Only a rollover renames or syncs the directory once the WAL is open.
+    // Without snapshots (no compaction) only a rollover renames or syncs the directory once the
+    // WAL is open.
     env.faults->Stall(stalled);
     std::uint64_t next = 1;
     const std::uint64_t acked = AppendUntilBlocked(env, *wal, next, Term(1), cb);
