@@ -85,13 +85,15 @@ struct CrashModel {
 
 // What one CrashRandom() (or failed Sync) did: for diagnostics and per-fault counts.
 struct CrashStats {
-  std::uint64_t files = 0;            // files that had unsynced data
-  std::uint64_t pages_kept = 0;       // dirty pages that survived whole, with their latest content
-  std::uint64_t pages_older = 0;      // survived with an earlier write's content
-  std::uint64_t pages_torn = 0;       // survived in part (sectors, one cut at a byte)
-  std::uint64_t pages_lost = 0;       // kept their durable content
-  std::uint64_t files_reordered = 0;  // a later write's page survived, an earlier one's was lost
-  std::uint64_t sizes_cut = 0;        // files whose size reverted to an earlier one
+  std::uint64_t files = 0;        // files that had unsynced data
+  std::uint64_t pages_kept = 0;   // dirty pages that survived whole, with their latest content
+  std::uint64_t pages_older = 0;  // survived with an earlier write's content
+  std::uint64_t pages_torn = 0;   // survived in part (sectors, one cut at a byte)
+  std::uint64_t pages_lost = 0;   // kept their durable content
+  // Files where a page written later (by a later write, or further on in the same write)
+  // survived while an earlier one was lost: not a prefix.
+  std::uint64_t files_reordered = 0;
+  std::uint64_t sizes_cut = 0;  // files whose size reverted to an earlier one
   std::uint64_t dir_ops_kept = 0;
   std::uint64_t dir_ops_lost = 0;
   CrashStats& operator+=(const CrashStats& o);
