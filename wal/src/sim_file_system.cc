@@ -1,10 +1,11 @@
-// SimFileSystem: in-memory files with a durable image and a list of unsynced operations.
+// SimFileSystem: in-memory files with a durable image and a list of unsynced operations, and the
+// power-loss model that turns them into a post-crash image (sim_file_system.h).
 #include "epoch/wal/sim_file_system.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <random>
+#include <array>
 
 namespace epoch::wal {
 
@@ -51,9 +52,33 @@ struct SimFileSystem::Op {
 
 struct SimFileSystem::Inode {
   std::string data;     // what reads see
-  std::string durable;  // as of the last Sync()
+  std::string durable;  // what a crash keeps for sure
   std::vector<Op> unsynced;
+  // Pages a failed Sync settled (marked clean) whose durable content differs from `data`: a
+  // later successful Sync does not write them unless they are written again (fsyncgate).
+  std::set<std::uint64_t> diverged;
 };
+
+struct SimFileSystem::DirOp {
+  enum class Kind : std::uint8_t { kCreate, kRename, kRemove };
+  Kind kind;
+  std::string path;  // the name created, renamed or removed
+  std::string to;    // kRename: the new name
+  InodePtr inode;    // the file the operation is about: it survives only with its inputs
+};
+
+CrashStats& CrashStats::operator+=(const CrashStats& o) {
+  files += o.files;
+  pages_kept += o.pages_kept;
+  pages_older += o.pages_older;
+  pages_torn += o.pages_torn;
+  pages_lost += o.pages_lost;
+  files_reordered += o.files_reordered;
+  sizes_cut += o.sizes_cut;
+  dir_ops_kept += o.dir_ops_kept;
+  dir_ops_lost += o.dir_ops_lost;
+  return *this;
+}
 
 class SimFileSystem::SimFile final : public File {
  public:
@@ -88,11 +113,40 @@ class SimFileSystem::SimFile final : public File {
   }
 
   Status Sync() override {
-    EPOCH_RETURN_IF_ERROR(fs_->CheckFault(FsOp::kSync, path_));
+    const Status fault = fs_->CheckFault(FsOp::kSync, path_);
     std::lock_guard lock(fs_->mu_);
     EPOCH_RETURN_IF_ERROR(CheckAliveLocked());
-    inode_->durable = inode_->data;
-    inode_->unsynced.clear();
+    if (!fault.ok()) {
+      // The fdatasync was attempted and writeback failed: see FailSyncLocked.
+      fs_->FailSyncLocked(*inode_);
+      return fault;
+    }
+    Inode& inode = *inode_;
+    std::string durable = inode.data;
+    if (!inode.diverged.empty()) {
+      // Pages a failed sync marked clean are not written again unless they were rewritten.
+      const std::uint64_t page = fs_->model_.page_bytes;
+      std::set<std::uint64_t> rewritten;
+      for (const Op& op : inode.unsynced) {
+        if (op.kind != Op::Kind::kWrite || op.bytes.empty()) continue;
+        for (std::uint64_t p = op.offset / page; p <= (op.offset + op.bytes.size() - 1) / page;
+             ++p) {
+          rewritten.insert(p);
+        }
+      }
+      for (auto it = inode.diverged.begin(); it != inode.diverged.end();) {
+        if (rewritten.contains(*it)) {
+          it = inode.diverged.erase(it);
+          continue;
+        }
+        for (std::uint64_t b = *it * page; b < (*it + 1) * page && b < durable.size(); ++b) {
+          durable[b] = b < inode.durable.size() ? inode.durable[b] : '\0';
+        }
+        ++it;
+      }
+    }
+    inode.durable = std::move(durable);
+    inode.unsynced.clear();
     fs_->stats_.syncs++;
     return Status::Ok();
   }
@@ -163,7 +217,10 @@ class SimFileSystem::SimLock final : public FileLock {
   const std::uint64_t epoch_;
 };
 
-SimFileSystem::SimFileSystem() { dirs_.insert("/"); }
+SimFileSystem::SimFileSystem(std::uint64_t seed, CrashModel model)
+    : model_(model), fault_rng_(seed) {
+  dirs_.insert("/");
+}
 SimFileSystem::~SimFileSystem() = default;
 
 Status SimFileSystem::CheckUpLocked(std::string_view path) const {
@@ -188,6 +245,7 @@ Result<std::unique_ptr<File>> SimFileSystem::Open(const std::string& path, OpenM
     }
     inode = std::make_shared<Inode>();
     names_[path] = inode;
+    RecordDirOpLocked(DirOp{DirOp::Kind::kCreate, path, {}, inode});
   } else if (!inode) {
     return Status::NotFound(fmt::format("open {}: no such file", path));
   }
@@ -229,7 +287,8 @@ Status SimFileSystem::Rename(const std::string& from, const std::string& to) {
   if (it == names_.end()) return Status::NotFound(fmt::format("rename {}: no such file", from));
   InodePtr inode = it->second;
   names_.erase(it);
-  names_[to] = std::move(inode);
+  names_[to] = inode;
+  RecordDirOpLocked(DirOp{DirOp::Kind::kRename, from, to, std::move(inode)});
   return Status::Ok();
 }
 
@@ -237,23 +296,113 @@ Status SimFileSystem::Remove(const std::string& path) {
   EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kRemove, path));
   std::lock_guard lock(mu_);
   EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
-  if (names_.erase(path) == 0) {
-    return Status::NotFound(fmt::format("remove {}: no such file", path));
-  }
+  const auto it = names_.find(path);
+  if (it == names_.end()) return Status::NotFound(fmt::format("remove {}: no such file", path));
+  InodePtr inode = it->second;
+  names_.erase(it);
+  RecordDirOpLocked(DirOp{DirOp::Kind::kRemove, path, {}, std::move(inode)});
   return Status::Ok();
 }
 
 Status SimFileSystem::SyncDir(const std::string& path) {
-  EPOCH_RETURN_IF_ERROR(CheckFault(FsOp::kSyncDir, path));
+  const Status fault = CheckFault(FsOp::kSyncDir, path);
   std::lock_guard lock(mu_);
   EPOCH_RETURN_IF_ERROR(CheckUpLocked(path));
   if (!dirs_.contains(path)) return Status::NotFound(fmt::format("fsync {}: no such dir", path));
-  std::erase_if(durable_names_, [&](const auto& kv) { return ParentOf(kv.first) == path; });
-  for (const auto& [name, inode] : names_) {
-    if (ParentOf(name) == path) durable_names_[name] = inode;
+  if (!fault.ok()) {
+    FailSyncDirLocked(path);
+    return fault;
   }
+  const std::vector<bool> synced = SyncedByLocked(path);
+  std::vector<DirOp> rest;
+  for (std::size_t i = 0; i < dir_ops_.size(); ++i) {
+    if (synced[i]) {
+      (void)ApplyDirOp(dir_ops_[i], durable_names_);
+    } else {
+      rest.push_back(std::move(dir_ops_[i]));
+    }
+  }
+  dir_ops_ = std::move(rest);
   stats_.dir_syncs++;
   return Status::Ok();
+}
+
+void SimFileSystem::RecordDirOpLocked(DirOp op) { dir_ops_.push_back(std::move(op)); }
+
+std::vector<bool> SimFileSystem::SyncedByLocked(const std::string& dir) const {
+  // fsync(dir) makes the operations on its entries durable, and with them every earlier
+  // operation on the same names (an entry renamed into `dir` needs its create).
+  std::vector<bool> synced(dir_ops_.size(), false);
+  std::set<std::string> needed;
+  for (std::size_t i = dir_ops_.size(); i-- > 0;) {
+    const DirOp& op = dir_ops_[i];
+    const bool in_dir =
+        ParentOf(op.path) == dir || (op.kind == DirOp::Kind::kRename && ParentOf(op.to) == dir);
+    if (!in_dir && !needed.contains(op.path) &&
+        !(op.kind == DirOp::Kind::kRename && needed.contains(op.to))) {
+      continue;
+    }
+    synced[i] = true;
+    needed.insert(op.path);
+    if (op.kind == DirOp::Kind::kRename) needed.insert(op.to);
+  }
+  return synced;
+}
+
+bool SimFileSystem::ApplyDirOp(const DirOp& op, std::map<std::string, InodePtr>& names) {
+  const auto it = names.find(op.path);
+  switch (op.kind) {
+    case DirOp::Kind::kCreate:
+      if (it != names.end()) return false;
+      names[op.path] = op.inode;
+      return true;
+    case DirOp::Kind::kRename:
+      if (it == names.end() || it->second != op.inode) return false;
+      names.erase(it);
+      names[op.to] = op.inode;
+      return true;
+    case DirOp::Kind::kRemove:
+      if (it == names.end() || it->second != op.inode) return false;
+      names.erase(it);
+      return true;
+  }
+  return false;
+}
+
+void SimFileSystem::FailSyncDirLocked(const std::string& dir) {
+  // The failed fsync settles the directory's pending operations for good: each reached the
+  // disk or not, and a later fsync does not write the others.
+  const std::vector<bool> settled = SyncedByLocked(dir);
+  std::vector<DirOp> rest;
+  for (std::size_t i = 0; i < dir_ops_.size(); ++i) {
+    if (!settled[i]) {
+      rest.push_back(std::move(dir_ops_[i]));
+    } else if ((fault_rng_() & 1) != 0 && ApplyDirOp(dir_ops_[i], durable_names_)) {
+      crash_stats_.dir_ops_kept++;
+    } else {
+      crash_stats_.dir_ops_lost++;
+    }
+  }
+  dir_ops_ = std::move(rest);
+}
+
+void SimFileSystem::FailSyncLocked(Inode& inode) {
+  // Linux after a writeback error: the dirty pages are marked clean, some reached the disk and
+  // some did not, and the next fsync reports success without writing them (fsyncgate).
+  if (inode.unsynced.empty()) return;
+  CrashStats stats;
+  stats.files = 1;
+  std::string settled = PowerLossImage(inode, fault_rng_, stats);
+  const std::uint64_t page = model_.page_bytes;
+  for (const Op& op : inode.unsynced) {
+    if (op.kind != Op::Kind::kWrite || op.bytes.empty()) continue;
+    for (std::uint64_t p = op.offset / page; p <= (op.offset + op.bytes.size() - 1) / page; ++p) {
+      inode.diverged.insert(p);
+    }
+  }
+  inode.durable = std::move(settled);
+  inode.unsynced.clear();
+  crash_stats_ += stats;
 }
 
 bool SimFileSystem::Exists(const std::string& path) {
@@ -278,33 +427,55 @@ void SimFileSystem::Crash(const std::map<std::string, FileCrashPlan>& plans) {
   CrashLocked(plans, 0);
 }
 
-void SimFileSystem::CrashRandom(std::uint64_t seed) {
+CrashStats SimFileSystem::CrashRandom(std::uint64_t seed) {
   std::lock_guard lock(mu_);
-  std::mt19937_64 rng(seed);
-  std::map<std::string, FileCrashPlan> plans;
-  std::set<Inode*> planned;
-  for (const auto* names : {&names_, &durable_names_}) {
-    for (const auto& [path, inode] : *names) {
-      if (!planned.insert(inode.get()).second || inode->unsynced.empty()) continue;
-      FileCrashPlan plan;
-      const std::size_t n = inode->unsynced.size();
-      plan.full_ops = rng() % (n + 1);
-      if (plan.full_ops < n && (rng() & 1) != 0) {
-        const Op& op = inode->unsynced[plan.full_ops];
-        if (op.kind == Op::Kind::kWrite && !op.bytes.empty()) {
-          plan.torn_bytes = rng() % op.bytes.size();
-          plan.fill = (rng() & 1) != 0 ? TearFill::kGarbage : TearFill::kOld;
-        }
-      }
-      plans[path] = plan;
+  Rng rng(seed);
+  CrashStats stats;
+  // Files, in a fixed order (so the seed replays): every inode any name refers to.
+  std::set<Inode*> done;
+  const auto settle = [&](const InodePtr& inode) {
+    if (!done.insert(inode.get()).second) return;
+    if (!inode->unsynced.empty()) {
+      stats.files++;
+      inode->durable = PowerLossImage(*inode, rng, stats);
+    }
+    inode->data = inode->durable;
+    inode->unsynced.clear();
+    inode->diverged.clear();
+  };
+  for (const auto& [path, inode] : names_) settle(inode);
+  for (const auto& [path, inode] : durable_names_) settle(inode);
+  for (const DirOp& op : dir_ops_) settle(op.inode);
+
+  // Names: the durable ones, plus the unsynced operations that survive.
+  DirOpOrder order = model_.dir_order;
+  if (order == DirOpOrder::kRandom) {
+    order = (rng() & 1) != 0 ? DirOpOrder::kPrefix : DirOpOrder::kAnySubset;
+  }
+  constexpr std::array<std::uint64_t, 4> kKeepPercent = {0, 50, 90, 100};
+  const std::uint64_t keep_percent = kKeepPercent[rng() % kKeepPercent.size()];
+  const std::size_t prefix = dir_ops_.empty() ? 0 : rng() % (dir_ops_.size() + 1);
+  std::map<std::string, InodePtr> names = durable_names_;
+  for (std::size_t i = 0; i < dir_ops_.size(); ++i) {
+    const bool lands = order == DirOpOrder::kPrefix ? i < prefix : rng() % 100 < keep_percent;
+    // An operation whose inputs did not survive cannot land (its file or name is not there).
+    if (lands && ApplyDirOp(dir_ops_[i], names)) {
+      stats.dir_ops_kept++;
+    } else {
+      stats.dir_ops_lost++;
     }
   }
-  CrashLocked(plans, rng());
+  names_ = names;
+  durable_names_ = std::move(names);
+  dir_ops_.clear();
+  ResetCrashedLocked();
+  crash_stats_ += stats;
+  return stats;
 }
 
 void SimFileSystem::CrashLocked(const std::map<std::string, FileCrashPlan>& plans,
                                 std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
+  Rng rng(seed);
   std::set<Inode*> done;
   auto apply = [&](const std::string& path, const InodePtr& inode) {
     if (!done.insert(inode.get()).second) return;
@@ -332,14 +503,129 @@ void SimFileSystem::CrashLocked(const std::map<std::string, FileCrashPlan>& plan
     inode->data = image;
     inode->durable = std::move(image);
     inode->unsynced.clear();
+    inode->diverged.clear();
   };
   // Plans are keyed by the names the test sees before the crash.
   for (const auto& [path, inode] : names_) apply(path, inode);
   for (const auto& [path, inode] : durable_names_) apply(path, inode);
+  for (const DirOp& op : dir_ops_) apply(op.path, op.inode);
   names_ = durable_names_;
+  dir_ops_.clear();
+  ResetCrashedLocked();
+}
+
+void SimFileSystem::ResetCrashedLocked() {
   locks_.clear();
   ++crash_epoch_;
   down_ = true;
+}
+
+std::string SimFileSystem::PowerLossImage(const Inode& inode, Rng& rng, CrashStats& stats) const {
+  const std::vector<Op>& ops = inode.unsynced;
+  const std::size_t n = ops.size();
+  if (std::any_of(ops.begin(), ops.end(),
+                  [](const Op& op) { return op.kind == Op::Kind::kTruncate; })) {
+    // A shrinking truncate frees blocks, which the page model does not follow: an in-order
+    // prefix lands (a legal outcome; the WAL never truncates a file).
+    std::string image = inode.durable;
+    const std::size_t full = rng() % (n + 1);
+    for (std::size_t i = 0; i < full; ++i) ops[i].ApplyTo(image);
+    stats.pages_kept += full;
+    stats.pages_lost += n - full;
+    return image;
+  }
+  const std::uint64_t page = model_.page_bytes;
+  const std::uint64_t sector = std::min(model_.sector_bytes, page);
+
+  // The size: as after some prefix of the operations (metadata is journalled in order).
+  std::vector<std::uint64_t> sizes{inode.durable.size()};
+  for (const Op& op : ops) {
+    std::uint64_t end = op.kind == Op::Kind::kWrite ? op.offset + op.bytes.size() : op.size;
+    sizes.push_back(std::max(sizes.back(), end));
+  }
+  const std::size_t size_point = (rng() & 1) != 0 ? n : rng() % (n + 1);
+  const std::uint64_t size = sizes[size_point];
+  if (size < sizes[n]) stats.sizes_cut++;
+
+  // Which writes touched each page, in order.
+  std::map<std::uint64_t, std::vector<std::size_t>> touched;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    if (op.kind != Op::Kind::kWrite || op.bytes.empty()) continue;
+    for (std::uint64_t p = op.offset / page; p <= (op.offset + op.bytes.size() - 1) / page; ++p) {
+      touched[p].push_back(i);
+    }
+  }
+
+  // How much survives varies per file, so that "everything", "nothing" and mixes all occur.
+  constexpr std::array<std::uint64_t, 5> kKeepPercent = {0, 25, 50, 75, 100};
+  const std::uint64_t keep_percent = kKeepPercent[rng() % kKeepPercent.size()];
+  const std::uint64_t torn_percent = (rng() & 1) != 0 ? 0 : 30;
+  std::string image = inode.durable;
+  image.resize(size, '\0');
+  // Out of order: some page survived that was written after (a later write, or a later page
+  // of the same write) a page that was lost.
+  using Order = std::pair<std::size_t, std::uint64_t>;  // (write, page)
+  std::optional<Order> first_lost;
+  std::optional<Order> last_kept;
+  std::string before(page, '\0');
+  std::string after(page, '\0');
+  std::vector<char> dirty(page);
+  for (const auto& [p, writes] : touched) {
+    const std::uint64_t base = p * page;
+    if (base >= size || rng() % 100 >= keep_percent) {
+      stats.pages_lost++;
+      first_lost = std::min(first_lost.value_or(Order{SIZE_MAX, 0}), Order{writes.front(), p});
+      continue;
+    }
+    // Usually the latest content; sometimes an earlier one (written back in between).
+    std::size_t version = writes.size();
+    if (writes.size() > 1 && rng() % 4 == 0) version = 1 + rng() % writes.size();
+    std::fill(before.begin(), before.end(), '\0');
+    if (base < inode.durable.size()) {
+      inode.durable.copy(before.data(), page, base);
+    }
+    after = before;
+    std::fill(dirty.begin(), dirty.end(), 0);
+    for (std::size_t v = 0; v < version; ++v) {
+      const Op& op = ops[writes[v]];
+      const std::uint64_t from = std::max(op.offset, base);
+      const std::uint64_t to = std::min(op.offset + op.bytes.size(), base + page);
+      std::copy_n(op.bytes.data() + (from - op.offset), to - from,
+                  after.begin() + static_cast<std::ptrdiff_t>(from - base));
+      std::fill(dirty.begin() + static_cast<std::ptrdiff_t>(from - base),
+                dirty.begin() + static_cast<std::ptrdiff_t>(to - base), 1);
+    }
+    if (rng() % 100 < torn_percent) {
+      // A torn page: whole sectors land or not, and one is cut at a byte, the rest of it old or
+      // garbage. Only bytes the writes changed can change.
+      const std::uint64_t sectors = page / sector;
+      const std::uint64_t cut_sector = rng() % sectors;
+      const std::uint64_t cut = rng() % sector;
+      const bool garbage = (rng() & 1) != 0;
+      for (std::uint64_t sc = 0; sc < sectors; ++sc) {
+        const bool lands = sc == cut_sector || (rng() & 1) != 0;
+        for (std::uint64_t b = sc * sector; b < (sc + 1) * sector; ++b) {
+          if (dirty[b] == 0) continue;
+          if (!lands) {
+            after[b] = before[b];
+          } else if (sc == cut_sector && b - sc * sector >= cut) {
+            after[b] = garbage ? static_cast<char>(rng() & 0xff) : before[b];
+          }
+        }
+      }
+      stats.pages_torn++;
+    } else if (version < writes.size()) {
+      stats.pages_older++;
+    } else {
+      stats.pages_kept++;
+    }
+    last_kept = std::max(last_kept.value_or(Order{0, 0}), Order{writes[version - 1], p});
+    const std::uint64_t len = std::min<std::uint64_t>(page, size - base);
+    image.replace(base, len, after, 0, len);
+  }
+  if (first_lost && last_kept && *last_kept > *first_lost) stats.files_reordered++;
+  return image;
 }
 
 void SimFileSystem::Restart() {
@@ -393,6 +679,11 @@ void SimFileSystem::CorruptDurable(const std::string& path, std::uint64_t offset
 SimFileSystemStats SimFileSystem::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
+}
+
+CrashStats SimFileSystem::crash_stats() const {
+  std::lock_guard lock(mu_);
+  return crash_stats_;
 }
 
 }  // namespace epoch::wal

@@ -1,6 +1,7 @@
 // Randomized crash test on the simulated disk: a Raft-shaped workload (appends, conflicts,
-// hard states, snapshots with compaction) on small segments, crashed at random points with a
-// random prefix of unsynced writes landing (the last one torn). After every crash the WAL must
+// hard states, snapshots with compaction) on small segments, crashed at random points by
+// SimFileSystem::CrashRandom (any subset of the dirty pages, torn pages, a subset of the unsynced
+// names; wal/README.md "Power loss"). After every crash the WAL must
 // open, and equal the reference log after some prefix of the submitted requests that contains
 // every acknowledged one (crash_workload.h).
 #include <catch2/catch.hpp>
@@ -67,7 +68,8 @@ std::string RunSeed(std::uint64_t seed, int rounds) {
       return "sync never started";
     }
     // kRunning: crash wherever the sync thread happens to be. kStalledRollover: if a rollover
-    // is waiting for its directory sync, the crash lands there.
+    // is waiting for its directory sync (or compaction for its sync after a deletion), the crash
+    // lands there.
     fs.CrashRandom(rng());
     faults->Clear();
     wal.reset();
