@@ -135,7 +135,12 @@ class EventCommand {
     // last of duplicates).
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
-      if (std::string_view(*e).starts_with("ETCD_WATCH_")) continue;
+      const std::string_view entry(*e);
+      const auto is = [&entry](std::string_view name) { return entry.starts_with(name); };
+      if (is("ETCD_WATCH_REVISION=") || is("ETCD_WATCH_EVENT_TYPE=") || is("ETCD_WATCH_KEY=") ||
+          is("ETCD_WATCH_VALUE=")) {
+        continue;
+      }
       env.emplace_back(*e);
     }
     env.push_back(fmt::format("ETCD_WATCH_REVISION={}", revision));
