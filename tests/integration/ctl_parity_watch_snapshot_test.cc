@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <regex>
 
 #include "gateway_support.h"
@@ -333,10 +334,30 @@ TEST_CASE("epochctl watch -- CMD runs the command for every event as etcdctl doe
   const std::string endpoint = "--endpoints=" + c.node(0).client_address();
   const std::string script = WriteEnvScript(c.dir());
   // The writes every watch below sees: a quote and a blank, bytes Go's %q escapes, a delete.
-  const auto write_events = [&](const std::string& key) {
+  // Each is awaited in both outputs (`await`) before the next, so that each event comes in a
+  // response of its own to both tools: ETCD_WATCH_REVISION is the response's header revision,
+  // the same for every event of a batch, and how a server batches a catching-up watch is timing.
+  const auto write_events = [&](const std::string& key, const std::function<void()>& await) {
     REQUIRE(c.Etcdctl({"put", key, "a\"b c"}).exit_code == 0);
+    await();
     REQUIRE(c.Etcdctl({"put", key}, "x\x01\xffy\n\t").exit_code == 0);
+    await();
     REQUIRE(c.Etcdctl({"del", key}).exit_code == 0);
+    await();
+  };
+  // Waits until both tools printed the same, more than before; returns that size.
+  const auto same_past = [](Interactive& mine, Interactive& theirs, std::size_t before) {
+    const bool same = Eventually(
+        [&] {
+          const std::string out = mine.Out();
+          return out.size() > before && out == theirs.Out();
+        },
+        seconds(20), kProcessPoll);
+    INFO("epochctl:\n"
+         << mine.Out() << mine.Err() << "\netcdctl:\n"
+         << theirs.Out() << theirs.Err());
+    REQUIRE(same);
+    return mine.Out().size();
   };
   // Both tools' stdout once each printed `lines` lines; compared.
   const auto same_output = [](Interactive& mine, Interactive& theirs, std::size_t lines) {
@@ -361,7 +382,8 @@ TEST_CASE("epochctl watch -- CMD runs the command for every event as etcdctl doe
       theirs_argv.insert(theirs_argv.end(), args.begin(), args.end());
       Interactive mine(mine_argv, c.dir(), "epochctl-exec-" + format);
       Interactive theirs(theirs_argv, c.dir(), "etcdctl-exec-" + format, {"ETCDCTL_API=3"});
-      write_events("wc/k");
+      std::size_t seen = 0;
+      write_events("wc/k", [&] { seen = same_past(mine, theirs, seen); });
       // simple: 3 lines per event and the script's; json: one line per response and the script's.
       same_output(mine, theirs, format == "simple" ? 12 : 6);
       const std::string out = mine.Out();
@@ -384,7 +406,8 @@ TEST_CASE("epochctl watch -- CMD runs the command for every event as etcdctl doe
     theirs_env.push_back("ETCDCTL_API=3");
     Interactive theirs({test::kEtcdctlPath, endpoint, "watch", "--rev", rev, "--", script}, c.dir(),
                        "etcdctl-env", theirs_env);
-    write_events("wc/r2");
+    std::size_t seen = 0;
+    write_events("wc/r2", [&] { seen = same_past(mine, theirs, seen); });
     same_output(mine, theirs, 12);
   }
 
@@ -392,7 +415,8 @@ TEST_CASE("epochctl watch -- CMD runs the command for every event as etcdctl doe
     WatchPair w(c, "simple", "exec");
     const std::string rev = std::to_string(NextRevision(c));
     w.Write(fmt::format("watch --rev {} wc/i -- {} \"two words\" --rev\n", rev, script));
-    write_events("wc/i");
+    std::size_t seen = 0;
+    write_events("wc/i", [&] { seen = w.SameOutputPast(seen).size(); });
     const bool same = Eventually(
         [&] { return Lines(w.epoch.Out()).size() >= 12 && w.epoch.Out() == w.etcd.Out(); },
         seconds(20), kProcessPoll);
