@@ -8,14 +8,22 @@
 // Epoch's own: EPOCH_CHECK_PERF_SECONDS (a positive integer) replaces the 60 s, so tests can run
 // the whole check in a few seconds.
 //
-// Threading: the command's thread waits; a producer thread paces the requests into a bounded
-// queue, the load's number of worker threads send them (over a few shared Clients), a bar thread
-// prints the progress bar. All are joined before the verdict.
+// check datascale: etcdctl 3.4's memory check (same file of etcdctl): the first endpoint's
+// process_resident_memory_bytes from its /metrics before and after writing the load's number of
+// key-value pairs, then the keys deleted (compacted, defragmented) and `PASS: Approximate system
+// memory used : X MB.` (exit 0) or etcdctl's FAIL lines (exit 1). Epoch's own:
+// EPOCH_CHECK_DATASCALE_KEYS (a positive integer) replaces the load's number of pairs.
+//
+// Threading: the command's thread waits; a producer thread feeds the requests into a bounded
+// queue (paced at the load's rate for perf, as fast as taken for datascale), the load's number of
+// worker threads send them (over a few shared Clients), a bar thread prints the progress bar. All
+// are joined before the verdict.
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
@@ -29,6 +37,7 @@
 #include "commands.h"
 #include "epoch/client/admin.h"
 #include "fields_output.h"
+#include "metrics_fetch.h"
 
 namespace epoch::ctl {
 namespace {
@@ -162,17 +171,18 @@ std::string GoSeconds(std::int64_t seconds) {
 
 // The progress line etcdctl draws with gopkg.in/cheggaaa/pb.v1 (format "Bom !"), redrawn in place
 // with "\r": the counters, on a terminal of `width` columns the bar between "B" and "!", the
-// percentage, then the time left ("00m59s") or, once done, the time taken ("1m0s"). Off a
-// terminal pb knows no width and draws no bar.
-std::string BarLine(int current, int total, std::int64_t elapsed_s, bool done, int width) {
+// percentage, then `seconds`: the time left ("00m59s", none when not positive) or, once done, the
+// time taken ("1m0s"). Off a terminal pb knows no width and draws no bar.
+std::string BarLine(std::int64_t current, std::int64_t total, std::int64_t seconds, bool done,
+                    int width) {
   const std::string counters = fmt::format(" {} / {} ", current, total);
   const std::string percent =
       fmt::format(" {:6.2f}%", 100.0 * current / static_cast<double>(total));
   std::string time;
   if (done) {
-    time = " " + GoSeconds(elapsed_s);
-  } else if (current > 0 && current < total) {
-    const int left = total - current;
+    time = " " + GoSeconds(seconds);
+  } else if (current > 0 && current < total && seconds > 0) {
+    const std::int64_t left = seconds;
     time = left < 3600 ? fmt::format(" {:02}m{:02}s", left / 60, left % 60)
                        : fmt::format(" {}h{:02}m{:02}s", left / 3600, left / 60 % 60, left % 60);
   }
@@ -282,7 +292,8 @@ class PerfRun {
     out << BarLine(0, seconds_, 0, false, width) << std::flush;
     for (int i = 1; i <= seconds_; ++i) {
       if (!SleepUntil(start + std::chrono::seconds(i), ctl_.stop())) break;
-      out << BarLine(i, seconds_, i, i == seconds_, width) << std::flush;
+      out << BarLine(i, seconds_, i == seconds_ ? i : seconds_ - i, i == seconds_, width)
+          << std::flush;
     }
     out << "\n" << std::flush;
   }
@@ -312,9 +323,9 @@ Status DeletePrefix(client::Client& c, const std::string& prefix, std::int64_t* 
 }
 
 // etcdctl's compact and defrag helpers (etcdctl/ctlv3/command/util.go), with their lines.
-Status CompactAndDefrag(Ctl& ctl, client::Client& c, const CheckPerfFlags& f,
+Status CompactAndDefrag(Ctl& ctl, client::Client& c, bool auto_compact, bool auto_defrag,
                         std::int64_t revision) {
-  if (f.auto_compact) {
+  if (auto_compact) {
     ctl.out() << fmt::format("Compacting with revision {}\n", revision) << std::flush;
     etcdserverpb::CompactionRequest compact;
     compact.set_revision(revision);
@@ -323,7 +334,7 @@ Status CompactAndDefrag(Ctl& ctl, client::Client& c, const CheckPerfFlags& f,
     if (!r.ok()) return r.status();
     ctl.out() << fmt::format("Compacted with revision {}\n", revision);
   }
-  if (f.auto_defrag) {
+  if (auto_defrag) {
     const std::vector<std::string> endpoints = ctl.Endpoints();  // as given, like clientv3's
     for (std::size_t i = 0; i < endpoints.size(); ++i) {
       ctl.out() << fmt::format("Defragmenting {}\n", GoQuote(endpoints[i])) << std::flush;
@@ -418,11 +429,220 @@ std::pair<Status, int> RunCheckPerf(Ctl& ctl, const CheckPerfFlags& f) {
             1};
   }
   if (!deleted.ok()) return {deleted, 1};
-  const Status cleaned = CompactAndDefrag(ctl, first, f, revision);
+  const Status cleaned = CompactAndDefrag(ctl, first, f.auto_compact, f.auto_defrag, revision);
   if (!cleaned.ok()) return {cleaned, 1};
   if (!PrintVerdict(ctl.out(), **stats, *load)) {
     ctl.ExitWith(1);  // etcdctl's os.Exit(ExitError) after "FAIL": no error line
   }
+  return {Status::Ok(), 0};
+}
+
+// check datascale: etcdctl 3.4's memory check. Measures the first endpoint's
+// process_resident_memory_bytes (its /metrics), writes the load's number of key-value pairs (a
+// 512-byte key: a random varint under --prefix, zero padded; a 512-byte zero value) from the
+// load's number of concurrent clients as fast as they go, with a progress bar over the count,
+// measures again, deletes the prefix (then compacts/defragments as check perf does) and prints the
+// difference. Epoch's own: EPOCH_CHECK_DATASCALE_KEYS replaces the load's number of pairs.
+
+struct DatascaleLoad {
+  std::int64_t keys;
+  int kv_bytes;
+  int clients;
+};
+
+std::optional<DatascaleLoad> DatascaleLoadNamed(const std::string& name) {
+  if (name == "s" || name == "small") return DatascaleLoad{10000, 1024, 50};
+  if (name == "m" || name == "medium") return DatascaleLoad{100000, 1024, 200};
+  if (name == "l" || name == "large") return DatascaleLoad{1000000, 1024, 500};
+  if (name == "xl" || name == "xLarge") return DatascaleLoad{3000000, 1024, 1000};
+  return std::nullopt;
+}
+
+struct CheckDatascaleFlags {
+  std::string load = "s";
+  std::string prefix = "/etcdctl-check-datascale/";
+  bool auto_compact = false;
+  bool auto_defrag = false;
+};
+
+constexpr std::size_t kDatascaleKeyBytes = 512;
+constexpr std::size_t kDatascaleValueBytes = 512;
+constexpr auto kMetricsTimeout = std::chrono::seconds(30);
+
+// EPOCH_CHECK_DATASCALE_KEYS, else the load's number of pairs.
+Result<std::int64_t> DatascaleKeys(const DatascaleLoad& load) {
+  const char* env = std::getenv("EPOCH_CHECK_DATASCALE_KEYS");
+  if (env == nullptr || *env == '\0') return load.keys;
+  char* end = nullptr;
+  const long long keys = std::strtoll(env, &end, 10);
+  if (*end != '\0' || keys <= 0) {
+    return Status::InvalidArgument(
+        fmt::format("EPOCH_CHECK_DATASCALE_KEYS=\"{}\" is not a positive number of keys", env));
+  }
+  return static_cast<std::int64_t>(keys);
+}
+
+// Writes `keys` pairs from `clients` workers over `pool`; the errors by text, or nullopt when
+// interrupted. Draws pb's bar over the count meanwhile (redrawn every 200 ms, as pb refreshes).
+std::optional<std::map<std::string, int>> WriteDatascale(
+    Ctl& ctl, const std::vector<std::unique_ptr<client::Client>>& pool, const std::string& prefix,
+    std::int64_t keys, int clients) {
+  KeyQueue queue(static_cast<std::size_t>(clients));
+  std::atomic<std::int64_t> done{0};
+  std::vector<WorkerResults> results(static_cast<std::size_t>(clients));
+  const std::string value(kDatascaleValueBytes, '\0');
+  const Clock::time_point start = Clock::now();
+  std::stop_source bar_done;
+  std::thread bar([&] {
+    std::ostream& out = ctl.out();
+    const int width = TerminalWidth();
+    out << BarLine(0, keys, 0, false, width) << std::flush;
+    const std::stop_token finished = bar_done.get_token();
+    for (int tick = 1; SleepUntil(start + std::chrono::milliseconds(200) * tick, finished);
+         ++tick) {
+      const std::int64_t current = done.load();
+      const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+      const auto left = current == 0
+                            ? std::int64_t{0}
+                            : static_cast<std::int64_t>(elapsed_s / current *
+                                                        static_cast<double>(keys - current));
+      out << BarLine(current, keys, left, false, width) << std::flush;
+    }
+    const auto taken = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start);
+    out << BarLine(done.load(), keys, taken.count(), true, width) << "\n" << std::flush;
+  });
+  std::thread producer([&] {
+    std::mt19937_64 rng(std::random_device{}());
+    std::string key(kDatascaleKeyBytes, '\0');
+    for (std::int64_t i = 0; i < keys && !ctl.stop().stop_requested(); ++i) {
+      RandomKeyBytes(rng, &key);
+      queue.Push(prefix + key);
+    }
+    queue.Close();
+  });
+  std::vector<std::thread> workers;
+  for (int i = 0; i < clients; ++i) {
+    workers.emplace_back([&, i] {
+      client::Client& c = *pool[static_cast<std::size_t>(i) % pool.size()];
+      WorkerResults& mine = results[static_cast<std::size_t>(i)];
+      while (std::optional<std::string> key = queue.Pop()) {
+        Result<etcdserverpb::PutResponse> put =
+            c.Put(*key, value, LeaseId(0), ctl.CallWithoutTimeout());
+        if (!put.ok() && !ctl.stop().stop_requested()) ++mine.errors[ErrorLine(put.status())];
+        done.fetch_add(1);
+      }
+    });
+  }
+  producer.join();
+  for (std::thread& w : workers) w.join();
+  bar_done.request_stop();
+  bar.join();
+  if (ctl.stop().stop_requested()) return std::nullopt;
+  std::map<std::string, int> errors;
+  for (const WorkerResults& r : results) {
+    for (const auto& [text, n] : r.errors) errors[text] += n;
+  }
+  return errors;
+}
+
+// The resident memory of `endpoint`, or 0 after printing why it could not be read (etcdctl
+// prints the reason and then its FAIL line).
+double ResidentMemory(Ctl& ctl, const std::string& endpoint) {
+  Result<double> bytes = FetchResidentMemoryBytes(endpoint, kMetricsTimeout);
+  if (!bytes.ok()) {
+    ctl.out() << bytes.status().message() << "\n";
+    return 0;
+  }
+  return *bytes;
+}
+
+std::pair<Status, int> RunCheckDatascale(Ctl& ctl, const CheckDatascaleFlags& f) {
+  const std::optional<DatascaleLoad> load = DatascaleLoadNamed(f.load);
+  if (!load) {
+    return {Status::InvalidArgument(fmt::format("unknown load option {}", f.load)),
+            kExitBadFeature};
+  }
+  Result<std::int64_t> keys = DatascaleKeys(*load);
+  if (!keys.ok()) return {keys.status(), 1};
+  std::vector<std::unique_ptr<client::Client>> pool;
+  for (std::size_t i = 0; i < std::min<std::size_t>(kMaxClients, load->clients); ++i) {
+    Result<std::unique_ptr<client::Client>> c = ctl.ClientFor(ctl.Endpoints());
+    if (!c.ok()) return {c.status(), 1};
+    pool.push_back(std::move(*c));
+  }
+  client::Client& first = *pool.front();
+  etcdserverpb::RangeRequest existing;
+  existing.set_key(f.prefix);
+  existing.set_range_end(client::PrefixRangeEnd(f.prefix));
+  existing.set_limit(1);
+  Result<etcdserverpb::RangeResponse> found = first.Range(existing, ctl.Call());
+  if (!found.ok()) return {found.status(), 1};
+  if (found->kvs_size() > 0) {
+    return {Status::InvalidArgument(
+                fmt::format("prefix {} has keys. Delete with etcdctl del --prefix {} first",
+                            GoQuote(f.prefix), f.prefix)),
+            kExitInvalidInput};
+  }
+  // Each Client connects (and learns whether the server keys writes) before the measurement;
+  // the key goes with the prefix.
+  for (const std::unique_ptr<client::Client>& c : pool) {
+    Result<etcdserverpb::PutResponse> warm =
+        c->Put(f.prefix + std::string(kDatascaleKeyBytes, '\0'), "", LeaseId(0), ctl.Call());
+    if (!warm.ok()) {
+      std::int64_t ignored = 0;
+      (void)DeletePrefix(first, f.prefix, &ignored);
+      return {warm.status(), 1};
+    }
+  }
+  const std::string endpoint = ctl.Endpoints().front();
+  // etcdctl's FAIL lines exit 1 without an error line. Unlike etcdctl, the keys written are
+  // deleted first (quietly: no compaction or defragmentation).
+  const auto fail = [&](const std::string& line) -> std::pair<Status, int> {
+    std::int64_t ignored = 0;
+    (void)DeletePrefix(first, f.prefix, &ignored);
+    ctl.out() << line << "\n";
+    ctl.ExitWith(1);
+    return {Status::Ok(), 0};
+  };
+  const double before = ResidentMemory(ctl, endpoint);
+  if (before == 0) {
+    return fail("FAIL: Could not read process_resident_memory_bytes before the put operations.");
+  }
+  ctl.out() << fmt::format(
+                   "Start data scale check for work load [{} key-value pairs, {} bytes per "
+                   "key-value, {} concurrent clients].\n",
+                   *keys, load->kv_bytes, load->clients)
+            << std::flush;
+  const std::optional<std::map<std::string, int>> errors =
+      WriteDatascale(ctl, pool, f.prefix, *keys, load->clients);
+  if (!errors) {
+    std::int64_t ignored = 0;
+    const Status deleted = DeletePrefix(first, f.prefix, &ignored);
+    return {Status::Aborted(deleted.ok() ? "check datascale interrupted"
+                                         : "check datascale interrupted; deleting its keys "
+                                           "failed: " +
+                                               ErrorLine(deleted)),
+            1};
+  }
+  const double after = ResidentMemory(ctl, endpoint);
+  if (after == 0) {
+    return fail("FAIL: Could not read process_resident_memory_bytes after the put operations.");
+  }
+  std::int64_t revision = 0;
+  const Status deleted = DeletePrefix(first, f.prefix, &revision);
+  if (!deleted.ok()) return {deleted, 1};
+  const Status cleaned = CompactAndDefrag(ctl, first, f.auto_compact, f.auto_defrag, revision);
+  if (!cleaned.ok()) return {cleaned, 1};
+  if (!errors->empty()) {
+    ctl.out() << "FAIL: too many errors\n";
+    for (const auto& [text, n] : *errors) {
+      ctl.out() << fmt::format("FAIL: ERROR({}) -> {}\n", text, n);
+    }
+    ctl.ExitWith(1);
+    return {Status::Ok(), 0};
+  }
+  ctl.out() << fmt::format("PASS: Approximate system memory used : {:.2f} MB.\n",
+                           (after - before) / (1024 * 1024));
   return {Status::Ok(), 0};
 }
 
@@ -448,6 +668,29 @@ void RegisterCheckCommands(CLI::App& app, Ctl& ctl) {
     Status status = ctl.Prepare();
     if (!status.ok()) return ctl.Finish(std::move(status));
     auto [outcome, exit_code] = RunCheckPerf(ctl, *f);
+    ctl.Finish(std::move(outcome), exit_code);
+  });
+
+  auto d = std::make_shared<CheckDatascaleFlags>();
+  CLI::App* datascale = check->add_subcommand(
+      "datascale",
+      "Check the memory usage of holding data for different workloads on a given server "
+      "endpoint (the first of --endpoints; Epoch: EPOCH_CHECK_DATASCALE_KEYS=N writes N pairs)");
+  datascale
+      ->add_option("--load", d->load,
+                   "The datascale check's workload model. Accepted workloads: s(small), "
+                   "m(medium), l(large), xl(xLarge)")
+      ->capture_default_str();
+  datascale->add_option("--prefix", d->prefix, "The prefix for writing the datascale check's keys.")
+      ->capture_default_str();
+  datascale->add_flag("--auto-compact", d->auto_compact,
+                      "Compact storage with last revision after test is finished.");
+  datascale->add_flag("--auto-defrag", d->auto_defrag,
+                      "Defragment storage after test is finished.");
+  datascale->callback([&ctl, d] {
+    Status status = ctl.Prepare();
+    if (!status.ok()) return ctl.Finish(std::move(status));
+    auto [outcome, exit_code] = RunCheckDatascale(ctl, *d);
     ctl.Finish(std::move(outcome), exit_code);
   });
 }

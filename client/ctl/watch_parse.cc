@@ -147,11 +147,36 @@ WatchLine Invalid(const std::string& line, std::string_view why) {
   return w;
 }
 
-WatchLine Fatal(std::string message) {
+WatchLine Fatal(std::string_view message) {
   WatchLine line;
   line.kind = WatchLine::Kind::kFatal;
-  line.message = std::move(message);
+  line.message = std::string(message);
   return line;
+}
+
+// etcdctl's texts for the argument errors.
+constexpr std::string_view kBadArgumentCount = "bad number of arguments";
+constexpr std::string_view kNoCommandAfterSeparator =
+    "bad number of arguments (found separator --, but no commands)";
+constexpr std::string_view kConflictingEnvKey =
+    "bad number of arguments (found conflicting environment key)";
+constexpr std::string_view kRangeEndWithPrefix =
+    "`range_end` and `--prefix` are mutually exclusive";
+
+// The watch's own arguments: ETCDCTL_WATCH_KEY (and range end) first, then the parsed arguments,
+// cut before the last occurrence of the command's first word, which is where etcdctl takes the
+// command to start (so `watch a echo -- echo hi` watches [a, echo)).
+std::vector<std::string> WatchArguments(const std::vector<std::string>& parsed,
+                                        const std::vector<std::string>& command,
+                                        const WatchEnv& env) {
+  std::vector<std::string> args;
+  if (!env.key.empty()) args.push_back(env.key);
+  if (!env.key.empty() && !env.range_end.empty()) args.push_back(env.range_end);
+  args.insert(args.end(), parsed.begin(), parsed.end());
+  if (command.empty()) return args;
+  const auto start = std::find(args.rbegin(), args.rend(), command.front());
+  args.erase(start == args.rend() ? args.begin() : std::prev(start.base()), args.end());
+  return args;
 }
 
 }  // namespace
@@ -175,7 +200,15 @@ std::vector<std::string> Argify(const std::string& line) {
   return words;
 }
 
-WatchLine ParseWatchLine(const std::string& line) {
+Status CheckWatchEnv(const WatchEnv& env) {
+  if (env.key.empty() && !env.range_end.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "ETCDCTL_WATCH_KEY is empty but got ETCDCTL_WATCH_RANGE_END={}", GoQuote(env.range_end)));
+  }
+  return Status::Ok();
+}
+
+WatchLine ParseWatchLine(const std::string& line, const WatchEnv& env) {
   const std::vector<std::string> words = Argify(line);
   if (words.empty()) {
     WatchLine w;
@@ -189,35 +222,63 @@ WatchLine ParseWatchLine(const std::string& line) {
     return w;
   }
   if (words[0] != "watch") return Invalid(line, "only support watch");
-  if (words.size() < 2) return Invalid(line, "command type or key is not provided");
+  if (words.size() < 2 && env.key.empty()) {
+    return Invalid(line, "command type or key is not provided");
+  }
   const std::vector<std::string> rest(words.begin() + 1, words.end());
   // etcdctl's parseWatchArgs: the separator first, then the flags, then the key's presence.
   const auto separator = std::find(rest.begin(), rest.end(), "--");
-  if (separator != rest.end() && separator + 1 == rest.end()) {
-    return Fatal("bad number of arguments (found separator --, but no commands)");
-  }
+  const bool has_command = separator != rest.end();
+  if (has_command && separator + 1 == rest.end()) return Fatal(kNoCommandAfterSeparator);
   Result<ParsedFlags> flags = ParseFlags(rest);
   if (!flags.ok()) return Fatal(flags.status().message());
-  std::vector<std::string> args = flags->args;
-  if (separator == rest.end() && args.empty()) return Fatal("bad number of arguments");
-  if (separator != rest.end()) {
-    // The watch's arguments end where the command after "--" starts.
-    const auto command = std::find(args.rbegin(), args.rend(), *(separator + 1));
-    args.erase(command == args.rend() ? args.begin() : std::prev(command.base()), args.end());
-    if (args.empty()) return Invalid(line, "bad number of arguments");
-    // etcdctl runs the command after "--" for every event; epochctl does not.
-    return Invalid(line, "epochctl does not run a command per event");
-  }
-  if (args.size() == 2 && flags->prefix) {
-    return Invalid(line, "`range_end` and `--prefix` are mutually exclusive");
-  }
+  if (!has_command && env.key.empty() && flags->args.empty()) return Fatal(kBadArgumentCount);
+  if (!has_command && !env.key.empty() && !flags->args.empty()) return Fatal(kConflictingEnvKey);
   WatchLine watch;
+  if (has_command) watch.command.assign(separator + 1, rest.end());
+  const std::vector<std::string> args = WatchArguments(flags->args, watch.command, env);
+  if (args.empty()) return Invalid(line, kBadArgumentCount);
+  if (args.size() == 2 && flags->prefix) return Invalid(line, kRangeEndWithPrefix);
   watch.kind = WatchLine::Kind::kWatch;
   watch.key = args[0];
   if (args.size() == 2) watch.range_end = args[1];
   watch.prefix = flags->prefix;
   watch.prev_kv = flags->prev_kv;
   watch.rev = flags->rev;
+  return watch;
+}
+
+WatchLine ParseWatchCommandLine(const std::vector<std::string>& after_watch,
+                                const std::vector<std::string>& args, bool prefix,
+                                const WatchEnv& env) {
+  const auto separator = std::find(after_watch.begin(), after_watch.end(), "--");
+  const bool has_command = separator != after_watch.end();
+  if (has_command && separator + 1 == after_watch.end()) return Fatal(kNoCommandAfterSeparator);
+  if (!has_command && after_watch.empty() && env.key.empty()) return Fatal(kBadArgumentCount);
+  if (has_command && !env.key.empty()) {
+    // The parsed arguments matched from the end against the words as typed: one left over when
+    // the typed words reach "--" is a key given besides ETCDCTL_WATCH_KEY.
+    const auto separator_at = separator - after_watch.begin();
+    auto typed = static_cast<std::ptrdiff_t>(after_watch.size()) - 1;
+    for (auto arg = args.rbegin(); arg != args.rend() && typed >= 0; ++arg) {
+      if (*arg == after_watch[static_cast<std::size_t>(typed)]) {
+        --typed;
+      } else if (typed == separator_at) {
+        return Fatal(kConflictingEnvKey);
+      }
+    }
+  }
+  if (!has_command && !args.empty() && !env.key.empty()) return Fatal(kConflictingEnvKey);
+  WatchLine watch;
+  if (has_command) watch.command.assign(separator + 1, after_watch.end());
+  const std::vector<std::string> watch_args = WatchArguments(args, watch.command, env);
+  // etcdctl's getWatchChan; its errors exit too on the command line.
+  if (watch_args.empty()) return Fatal(kBadArgumentCount);
+  if (watch_args.size() == 2 && prefix) return Fatal(kRangeEndWithPrefix);
+  watch.kind = WatchLine::Kind::kWatch;
+  watch.key = watch_args[0];
+  if (watch_args.size() == 2) watch.range_end = watch_args[1];
+  watch.prefix = prefix;
   return watch;
 }
 

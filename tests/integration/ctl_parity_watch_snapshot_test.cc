@@ -8,9 +8,17 @@
 // values masked: same fields, names, order and layout in every format.
 // check perf: shortened to 2 s with EPOCH_CHECK_PERF_SECONDS (Epoch's); the verdict lines and the
 // exit status are checked, not the numbers; the refusals are compared with etcdctl's.
+// watch -- CMD: both tools run the same command (a script printing etcdctl's ETCD_WATCH_*
+// variables) for the same events, on the command line and in `watch -i`; their stdout is compared
+// byte for byte, and the argument refusals and failed commands by stderr and exit status.
+// check datascale: shortened with EPOCH_CHECK_DATASCALE_KEYS; the output lines and the exit status
+// are checked, not the memory figure; the refusals are compared with etcdctl's.
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <functional>
 #include <regex>
 
 #include "gateway_support.h"
@@ -101,6 +109,24 @@ std::string MaskValues(std::string text) {
   text = std::regex_replace(text, kNumber, "N");
   text = std::regex_replace(text, kRule, "-");
   return std::regex_replace(text, kSpaces, " ");
+}
+
+// A script that prints etcdctl's per-event variables on one line; returns its path.
+std::string WriteEnvScript(const std::string& dir) {
+  const std::string path = dir + "/watch-env.sh";
+  std::ofstream(path) << "#!/bin/sh\n"
+                         "printf 'rev=%s key=%s type=%s value=%s args=%s\\n' "
+                         "\"$ETCD_WATCH_REVISION\" \"$ETCD_WATCH_KEY\" \"$ETCD_WATCH_EVENT_TYPE\" "
+                         "\"$ETCD_WATCH_VALUE\" \"$*\"\n";
+  REQUIRE(chmod(path.c_str(), 0755) == 0);
+  return path;
+}
+
+// The next revision of the cluster: a watch from it sees every later write, however late its
+// tool created it.
+std::int64_t NextRevision(const TestCluster& c) {
+  return std::stoll(JsonField(EtcdctlOk(c, {"get", "nothing", "-w", "json"}), "header.revision")) +
+         1;
 }
 
 }  // namespace
@@ -297,6 +323,266 @@ TEST_CASE("epochctl check perf: etcdctl's workload, bar and verdict, shortened",
     }
     // The keys are gone.
     CHECK(EtcdctlOk(c, {"get", "/perf/", "--prefix", "--keys-only"}).empty());
+  }
+}
+
+TEST_CASE("epochctl watch -- CMD runs the command for every event as etcdctl does",
+          "[integration][epochctl][parity]") {
+  auto cluster = StartCluster();
+  REQUIRE(cluster->WaitHealthy(seconds(20)).ok());
+  const TestCluster& c = *cluster;
+  const std::string endpoint = "--endpoints=" + c.node(0).client_address();
+  const std::string script = WriteEnvScript(c.dir());
+  // The writes every watch below sees: a quote and a blank, bytes Go's %q escapes, a delete.
+  // Each is awaited in both outputs (`await`) before the next, so that each event comes in a
+  // response of its own to both tools: ETCD_WATCH_REVISION is the response's header revision,
+  // the same for every event of a batch, and how a server batches a catching-up watch is timing.
+  const auto write_events = [&](const std::string& key, const std::function<void()>& await) {
+    REQUIRE(c.Etcdctl({"put", key, "a\"b c"}).exit_code == 0);
+    await();
+    REQUIRE(c.Etcdctl({"put", key}, "x\x01\xffy\n\t").exit_code == 0);
+    await();
+    REQUIRE(c.Etcdctl({"del", key}).exit_code == 0);
+    await();
+  };
+  // Waits until both tools printed the same, more than before; returns that size.
+  const auto same_past = [](Interactive& mine, Interactive& theirs, std::size_t before) {
+    const bool same = Eventually(
+        [&] {
+          const std::string out = mine.Out();
+          return out.size() > before && out == theirs.Out();
+        },
+        seconds(20), kProcessPoll);
+    INFO("epochctl:\n"
+         << mine.Out() << mine.Err() << "\netcdctl:\n"
+         << theirs.Out() << theirs.Err());
+    REQUIRE(same);
+    return mine.Out().size();
+  };
+  // Both tools' stdout once each printed `lines` lines; compared.
+  const auto same_output = [](Interactive& mine, Interactive& theirs, std::size_t lines) {
+    const bool same =
+        Eventually([&] { return Lines(mine.Out()).size() >= lines && mine.Out() == theirs.Out(); },
+                   seconds(20), kProcessPoll);
+    INFO("epochctl:\n"
+         << mine.Out() << mine.Err() << "\netcdctl:\n"
+         << theirs.Out() << theirs.Err());
+    CHECK(same);
+  };
+
+  SECTION("on the command line: the events, then the command's output per event") {
+    for (const std::string format : {"simple", "json"}) {
+      INFO("-w " << format);
+      const std::string rev = std::to_string(NextRevision(c));
+      const std::vector<std::string> args = {"watch", "-w", format, "wc/k",     "--rev",
+                                             rev,     "--", script, "--prefix", "x"};
+      std::vector<std::string> mine_argv = {EPOCHCTL_PATH, endpoint};
+      std::vector<std::string> theirs_argv = {test::kEtcdctlPath, endpoint};
+      mine_argv.insert(mine_argv.end(), args.begin(), args.end());
+      theirs_argv.insert(theirs_argv.end(), args.begin(), args.end());
+      Interactive mine(mine_argv, c.dir(), "epochctl-exec-" + format);
+      Interactive theirs(theirs_argv, c.dir(), "etcdctl-exec-" + format, {"ETCDCTL_API=3"});
+      std::size_t seen = 0;
+      write_events("wc/k", [&] { seen = same_past(mine, theirs, seen); });
+      // simple: 3 lines per event and the script's; json: one line per response and the script's.
+      same_output(mine, theirs, format == "simple" ? 12 : 6);
+      const std::string out = mine.Out();
+      CHECK(out.find(fmt::format(
+                "rev={} key=\"wc/k\" type=\"PUT\" value=\"a\\\"b c\" args=--prefix x\n", rev)) !=
+            std::string::npos);
+      CHECK(out.find("value=\"x\\x01\\xffy") != std::string::npos);
+      CHECK(out.find("type=\"DELETE\" value=\"\"") != std::string::npos);
+      CHECK(mine.Err().empty());
+    }
+  }
+
+  SECTION("ETCDCTL_WATCH_KEY and ETCDCTL_WATCH_RANGE_END name the range") {
+    const std::string rev = std::to_string(NextRevision(c));
+    const std::vector<std::string> env = {"ETCDCTL_WATCH_KEY=wc/r1",
+                                          "ETCDCTL_WATCH_RANGE_END=wc/r3"};
+    Interactive mine({EPOCHCTL_PATH, endpoint, "watch", "--rev", rev, "--", script}, c.dir(),
+                     "epochctl-env", env);
+    std::vector<std::string> theirs_env = env;
+    theirs_env.push_back("ETCDCTL_API=3");
+    Interactive theirs({test::kEtcdctlPath, endpoint, "watch", "--rev", rev, "--", script}, c.dir(),
+                       "etcdctl-env", theirs_env);
+    std::size_t seen = 0;
+    write_events("wc/r2", [&] { seen = same_past(mine, theirs, seen); });
+    same_output(mine, theirs, 12);
+  }
+
+  SECTION("in watch -i lines") {
+    WatchPair w(c, "simple", "exec");
+    const std::string rev = std::to_string(NextRevision(c));
+    w.Write(fmt::format("watch --rev {} wc/i -- {} \"two words\" --rev\n", rev, script));
+    std::size_t seen = 0;
+    write_events("wc/i", [&] { seen = w.SameOutputPast(seen).size(); });
+    const bool same = Eventually(
+        [&] { return Lines(w.epoch.Out()).size() >= 12 && w.epoch.Out() == w.etcd.Out(); },
+        seconds(20), kProcessPoll);
+    INFO("epochctl:\n" << w.epoch.Out() << "\netcdctl:\n" << w.etcd.Out());
+    CHECK(same);
+    CHECK(w.epoch.Out().find("args=two words --rev\n") != std::string::npos);
+    // A line with a command but no key goes on, as etcdctl's.
+    w.Write("watch -- echo hi\n");
+    w.CloseStdin();
+    CHECK(w.epoch.WaitExit() == w.etcd.WaitExit());
+    CHECK(w.epoch.Err() == w.etcd.Err());
+    CHECK(w.epoch.Err() ==
+          "Invalid command watch -- echo hi (bad number of arguments)\n"
+          "Error: Error reading watch request line: EOF\n");
+  }
+
+  SECTION("a command that fails ends the watch with etcdctl's line and status 1") {
+    for (const std::string command : {"false", "no-such-command-for-watch"}) {
+      for (const bool interactive : {false, true}) {
+        INFO(command << (interactive ? " in watch -i" : ""));
+        const std::string rev = std::to_string(NextRevision(c));
+        std::vector<std::string> args = {"watch", "wc/f", "--rev", rev, "--", command};
+        std::string input;
+        if (interactive) {
+          input = fmt::format("watch wc/f --rev {} -- {}\n", rev, command);
+          args = {"watch", "-i"};
+        }
+        std::vector<std::string> mine_argv = {EPOCHCTL_PATH, endpoint};
+        std::vector<std::string> theirs_argv = {test::kEtcdctlPath, endpoint};
+        mine_argv.insert(mine_argv.end(), args.begin(), args.end());
+        theirs_argv.insert(theirs_argv.end(), args.begin(), args.end());
+        const std::string tag = command + (interactive ? "-i" : "");
+        Interactive mine(mine_argv, c.dir(), "epochctl-fail-" + tag);
+        Interactive theirs(theirs_argv, c.dir(), "etcdctl-fail-" + tag, {"ETCDCTL_API=3"});
+        mine.Write(input);
+        theirs.Write(input);
+        REQUIRE(c.Etcdctl({"put", "wc/f", "v"}).exit_code == 0);
+        const std::optional<int> mine_exit = mine.WaitExit();
+        const std::optional<int> theirs_exit = theirs.WaitExit();
+        INFO("epochctl: " << mine.Out() << mine.Err() << "\netcdctl: " << theirs.Out()
+                          << theirs.Err());
+        CHECK(mine_exit == std::optional<int>(1));
+        CHECK(mine_exit == theirs_exit);
+        CHECK(mine.Out() == theirs.Out());
+        CHECK(mine.Err() == theirs.Err());
+      }
+    }
+  }
+
+  SECTION("the argument refusals are etcdctl's") {
+    const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+        {{"watch", "k", "--"}, {}},
+        {{"watch", "--"}, {}},
+        {{"watch"}, {}},
+        {{"watch", "--", "echo", "hi"}, {}},
+        {{"watch", "--rev", "1", "--", "echo"}, {}},
+        {{"watch", "--prefix", "--", "echo"}, {}},
+        {{"watch", "--prefix", "a", "b", "--", "echo", "hi"}, {}},
+        {{"watch", "a", "b", "--prefix", "--", "echo"}, {}},
+        {{"watch", "--prefix", "a", "b"}, {}},
+        {{"watch", "k"}, {"ETCDCTL_WATCH_KEY=k"}},
+        {{"watch", "k", "--", "echo", "1"}, {"ETCDCTL_WATCH_KEY=k"}},
+        {{"watch", "k"}, {"ETCDCTL_WATCH_RANGE_END=z"}},
+        {{"watch", "-i"}, {"ETCDCTL_WATCH_RANGE_END=z"}},
+    };
+    for (const auto& [args, env] : cases) {
+      INFO(fmt::format("{} {}", fmt::join(env, " "), fmt::join(args, " ")));
+      std::vector<std::string> mine_argv = {EPOCHCTL_PATH, endpoint};
+      std::vector<std::string> theirs_argv = {test::kEtcdctlPath, endpoint};
+      mine_argv.insert(mine_argv.end(), args.begin(), args.end());
+      theirs_argv.insert(theirs_argv.end(), args.begin(), args.end());
+      std::vector<std::string> theirs_env = env;
+      theirs_env.push_back("ETCDCTL_API=3");
+      const CommandResult mine = test::RunCommand(mine_argv, {}, seconds(20), env);
+      const CommandResult theirs = test::RunCommand(theirs_argv, {}, seconds(20), theirs_env);
+      INFO("epochctl: " << mine.Describe() << "\netcdctl: " << theirs.Describe());
+      CHECK(mine.exit_code == 128);
+      CHECK(mine.exit_code == theirs.exit_code);
+      CHECK(mine.err == theirs.err);
+      CHECK(mine.out == theirs.out);
+    }
+  }
+}
+
+TEST_CASE("epochctl check datascale: etcdctl's lines and exit status, shortened",
+          "[integration][epochctl][parity]") {
+  auto cluster = StartCluster();
+  REQUIRE(cluster->WaitHealthy(seconds(20)).ok());
+  const TestCluster& c = *cluster;
+  const std::vector<std::string> env = {"EPOCH_CHECK_DATASCALE_KEYS=300"};
+  const std::string endpoints = c.Endpoints();
+
+  SECTION("refusals are etcdctl's") {
+    REQUIRE(c.Etcdctl({"put", "/busy/k", "v"}).exit_code == 0);
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"check", "datascale", "--load", "huge"},
+                                               {"check", "datascale", "--prefix", "/busy/"}}) {
+      std::vector<std::string> argv = {EPOCHCTL_PATH, "--endpoints=" + endpoints};
+      argv.insert(argv.end(), args.begin(), args.end());
+      const CommandResult mine = test::RunCommand(argv, {}, seconds(30), env);
+      const CommandResult theirs = c.Etcdctl(args);
+      INFO("epochctl: " << mine.Describe() << "\netcdctl: " << theirs.Describe());
+      CHECK(mine.exit_code != 0);
+      CHECK(mine.exit_code == theirs.exit_code);
+      CHECK(mine.err == theirs.err);
+      CHECK(mine.out == theirs.out);
+    }
+  }
+
+  SECTION("a whole run") {
+    const CommandResult r =
+        test::RunCommand({EPOCHCTL_PATH, "--endpoints=" + endpoints, "check", "datascale", "--load",
+                          "m", "--prefix", "/scale/", "--auto-compact", "--auto-defrag"},
+                         {}, seconds(120), env);
+    INFO(r.Describe());
+    REQUIRE_FALSE(r.timed_out);
+    const std::vector<std::string> lines = Lines(r.out);
+    REQUIRE(lines.size() >= 2);
+    CHECK(lines[0] ==
+          "Start data scale check for work load [300 key-value pairs, 1024 bytes per "
+          "key-value, 200 concurrent clients].");
+    // The progress line over the count, off a terminal (no bar): redrawn with \r, ending at
+    // 300 of 300 with the time taken.
+    const std::string& bar = lines[1];
+    CHECK(bar.rfind("\r 0 / 300    0.00%", 0) == 0);
+    CHECK(
+        std::regex_match(bar.substr(bar.rfind('\r')), std::regex("\r 300 / 300  100\\.00% \\d+s")));
+    std::vector<std::string> expected = {"^Compacting with revision \\d+$",
+                                         "^Compacted with revision \\d+$"};
+    for (int i = 0; i < c.size(); ++i) {
+      const std::string ep = c.node(i).client_address();
+      expected.push_back("^Defragmenting \"" + ep + "\"$");
+      expected.push_back("^Defragmented \"" + ep + "\"$");
+    }
+    expected.push_back("^PASS: Approximate system memory used : -?\\d+\\.\\d\\d MB\\.$");
+    REQUIRE(lines.size() == expected.size() + 2);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      INFO(lines[i + 2] << " ~ " << expected[i]);
+      CHECK(std::regex_match(lines[i + 2], std::regex(expected[i])));
+    }
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(EtcdctlOk(c, {"get", "/scale/", "--prefix", "--keys-only"}).empty());
+  }
+
+  SECTION("etcdctl's own run against Epoch prints the same lines") {
+    const CommandResult theirs = c.Etcdctl({"check", "datascale", "--prefix", "/scale-etcdctl/"},
+                                           {}, std::nullopt, seconds(180));
+    const CommandResult mine =
+        test::RunCommand({EPOCHCTL_PATH, "--endpoints=" + endpoints, "check", "datascale",
+                          "--prefix", "/scale-epochctl/"},
+                         {}, seconds(120), {"EPOCH_CHECK_DATASCALE_KEYS=10000"});
+    INFO("epochctl: " << mine.Describe() << "\netcdctl: " << theirs.Describe());
+    CHECK(mine.exit_code == theirs.exit_code);
+    // The first line, the last progress line and the verdict, figures masked.
+    const auto shape = [](const std::string& out) {
+      std::vector<std::string> lines = Lines(out);
+      if (lines.size() > 1) lines[1] = lines[1].substr(lines[1].rfind('\r'));
+      for (std::string& line : lines) {
+        line = std::regex_replace(line, std::regex(" \\d+s$"), " Ns");
+        line = std::regex_replace(line, std::regex("-?\\d+\\.\\d\\d MB"), "X MB");
+      }
+      return lines;
+    };
+    CHECK(shape(mine.out) == shape(theirs.out));
+    CHECK(mine.err == theirs.err);
   }
 }
 
