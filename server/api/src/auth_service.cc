@@ -17,8 +17,9 @@ void FinishError(rpc::UnaryReactor* reactor, const Status& s) { reactor->Finish(
 
 }  // namespace
 
-AuthService::AuthService(NodeContext& node)
+AuthService::AuthService(NodeContext& node, const rpc::FdPeers& fd_peers)
     : node_(node),
+      fd_peers_(fd_peers),
       failures_(std::make_unique<AuthFailureLimiter>(node.config().auth_failure_limits)) {}
 
 AuthService::~AuthService() = default;
@@ -86,7 +87,7 @@ rpc::UnaryReactor* AuthService::Authenticate(rpc::CallContext* ctx,
                                              const pb::AuthenticateRequest* request,
                                              pb::AuthenticateResponse* response) {
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
-  std::string host = PeerHost(ctx->peer());
+  std::string host = PeerHost(fd_peers_.Resolve(ctx->peer()));
   if (!failures_->Admit(request->name(), host, AuthFailureLimiter::Clock::now())) {
     rate_limited_.fetch_add(1, std::memory_order_relaxed);
     FinishError(reactor, etcd_errors::kAuthRateLimited.ToStatus());

@@ -18,14 +18,22 @@ constexpr std::size_t kMaxMethodBytes = 8;
 // A connection whose first bytes arrive in pieces is peeked again after this pause.
 constexpr std::chrono::milliseconds kPeekAgain{5};
 
+// An address as gRPC's peer() names a connection it accepted itself.
+std::string GrpcPeerName(const tcp::endpoint& remote) {
+  const asio::ip::address a = remote.address();
+  if (a.is_v6()) return fmt::format("ipv6:[{}]:{}", a.to_string(), remote.port());
+  return fmt::format("ipv4:{}:{}", a.to_string(), remote.port());
+}
+
 // One accepted connection until it is classified.
 class Pending : public std::enable_shared_from_this<Pending> {
  public:
-  Pending(tcp::socket socket, grpc::Server& server, const ClientPortMux::HttpServe& http,
-          std::shared_ptr<ClientPortMux::Counters> counters)
+  Pending(tcp::socket socket, grpc::Server& server, rpc::FdPeers& fd_peers,
+          const ClientPortMux::HttpServe& http, std::shared_ptr<ClientPortMux::Counters> counters)
       : socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         grpc_server_(server),
+        fd_peers_(fd_peers),
         http_(http),
         counters_(std::move(counters)),
         deadline_(std::chrono::steady_clock::now() + ClientPortMux::kClassifyTimeout) {}
@@ -70,8 +78,12 @@ class Pending : public std::enable_shared_from_this<Pending> {
     counters_->grpc.fetch_add(1, std::memory_order_relaxed);
     std::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);  // as gRPC sets on sockets it accepts
+    const tcp::endpoint remote = socket_.remote_endpoint(ec);
+    if (ec) return Close();
     const int fd = socket_.release(ec);
     if (ec) return;
+    // gRPC calls this connection "fd:<fd>": the services find its address here (fd_peers.h).
+    fd_peers_.Record(fd, GrpcPeerName(remote));
     // gRPC drives the descriptor with its own poller, non-blocking.
     const int flags = fcntl(fd, F_GETFL, 0);
     if (flags >= 0) (void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -103,6 +115,7 @@ class Pending : public std::enable_shared_from_this<Pending> {
   tcp::socket socket_;
   asio::steady_timer timer_;
   grpc::Server& grpc_server_;
+  rpc::FdPeers& fd_peers_;
   ClientPortMux::HttpServe http_;
   std::shared_ptr<ClientPortMux::Counters> counters_;
   const std::chrono::steady_clock::time_point deadline_;
@@ -173,7 +186,8 @@ void ClientPortMux::Accept(const std::shared_ptr<Listener>& listener) {
   listener->acceptor.async_accept([this, listener](std::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !listener->acceptor.is_open()) return;
     if (!ec) {
-      std::make_shared<Pending>(std::move(socket), grpc_server_, http_, counters_)->Start();
+      std::make_shared<Pending>(std::move(socket), grpc_server_, fd_peers_, http_, counters_)
+          ->Start();
       return Accept(listener);
     }
     listener->retry.expires_after(std::chrono::milliseconds(100));

@@ -3,7 +3,8 @@
 // peeks at their first bytes without consuming them:
 //
 //   "PRI * HTTP/2.0..." (the HTTP/2 preface)   handed to the gRPC server as it is
-//                                               (grpc::AddInsecureChannelFromFd)
+//                                               (grpc::AddInsecureChannelFromFd), its remote
+//                                               address recorded in rpc::FdPeers
 //   an HTTP/1 request line ("GET /metrics ...")  handed to the HTTP server (the gateway, which
 //                                               serves /metrics and the probes too)
 //   anything else                               closed, counted
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "epoch/metrics_text.h"
+#include "epoch/rpc/fd_peers.h"
 #include "epoch/status.h"
 #include "metrics_http.h"
 
@@ -43,9 +45,10 @@ class ClientPortMux {
   // Serves one HTTP/1 connection from its first byte.
   using HttpServe = std::function<void(asio::ip::tcp::socket)>;
 
-  // `server` (started, without listening ports of its own) outlives this object.
-  ClientPortMux(asio::io_context& io, grpc::Server& server, HttpServe http)
-      : io_(io), grpc_server_(server), http_(std::move(http)) {}
+  // `server` (started, without listening ports of its own) and `fd_peers` outlive this object.
+  // Each connection handed to gRPC has its remote address recorded in `fd_peers`.
+  ClientPortMux(asio::io_context& io, grpc::Server& server, rpc::FdPeers& fd_peers, HttpServe http)
+      : io_(io), grpc_server_(server), fd_peers_(fd_peers), http_(std::move(http)) {}
   ~ClientPortMux();
   ClientPortMux(const ClientPortMux&) = delete;
   ClientPortMux& operator=(const ClientPortMux&) = delete;
@@ -71,6 +74,7 @@ class ClientPortMux {
 
   asio::io_context& io_;
   grpc::Server& grpc_server_;
+  rpc::FdPeers& fd_peers_;
   HttpServe http_;
   std::vector<std::shared_ptr<Listener>> listeners_;  // set up before serving, then fixed
   std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();

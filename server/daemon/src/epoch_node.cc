@@ -229,6 +229,9 @@ class EpochNode::Impl {
   std::unique_ptr<NodeContext> context_;
   std::unique_ptr<LeaseManager> lease_manager_;
   std::unique_ptr<rpc::Server> rpc_server_;  // the services' completion queues and threads
+  // The client port's connections handed to gRPC by descriptor: their clients' addresses, read
+  // by the services' per-address limits and recorded by client_mux_ (declared after them).
+  rpc::FdPeers fd_peers_;
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<IdempotentService> idempotent_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
@@ -494,8 +497,8 @@ void EpochNode::Impl::BuildServices() {
       *context_, *snapshots_, config_.snapshot.archive_message_bytes, executors_.maintenance());
   cluster_service_ = std::make_unique<ClusterService>(*context_);
   settings_service_ = std::make_unique<SettingsService>(*context_);
-  etcd_lease_service_ = std::make_unique<EtcdLeaseService>(*context_, *lease_manager_);
-  v1_lease_service_ = std::make_unique<V1LeaseService>(*context_, *lease_manager_);
+  etcd_lease_service_ = std::make_unique<EtcdLeaseService>(*context_, *lease_manager_, fd_peers_);
+  v1_lease_service_ = std::make_unique<V1LeaseService>(*context_, *lease_manager_, fd_peers_);
   WatchServiceOptions watch_options;
   watch_options.leader_check_interval = config_.tick * config_.raft.election_timeout_min_ticks;
   watch_options.hub.watchers_per_stream_max = config_.watchers_per_stream_max;
@@ -505,7 +508,7 @@ void EpochNode::Impl::BuildServices() {
   lock_service_ = std::make_unique<LockService>(*context_, *recipe_feed_);
   election_service_ = std::make_unique<ElectionService>(*context_, *recipe_feed_);
   jobs_service_ = std::make_unique<JobsService>(*context_, config_.job_max_epoch_changes);
-  auth_service_ = std::make_unique<AuthService>(*context_);
+  auth_service_ = std::make_unique<AuthService>(*context_, fd_peers_);
   kv_service_->Register(*rpc_server_);
   idempotent_service_->Register(*rpc_server_);
   maintenance_service_->Register(*rpc_server_);
@@ -677,7 +680,8 @@ Status EpochNode::Impl::StartClientListeners() {
   asio::io_context& loop = executors_.loop(Executors::Loop::kPeer);
   gateway_ = MakeGateway();
   client_mux_ = std::make_unique<ClientPortMux>(
-      loop, *grpc_server_, [this](asio::ip::tcp::socket s) { gateway_->Serve(std::move(s)); });
+      loop, *grpc_server_, fd_peers_,
+      [this](asio::ip::tcp::socket s) { gateway_->Serve(std::move(s)); });
   for (std::size_t i = 0; i < listeners.size(); ++i) {
     int port = tls_ports[i];
     if (!config_.client_tls.Https(i)) {
