@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct Options {
   int seconds = 10;
   int keys = 100'000;
   int keepalive_streams = 10'000;
+  std::string epochd = EPOCHD_PATH;
+  // Only the abusers whose name contains this (all when empty).
+  std::string only;
 };
 
 struct Latencies {
@@ -128,7 +132,7 @@ std::string Mib(double bytes) { return fmt::format("{:.0f}", bytes / (1 << 20));
 
 int Run(const Options& o) {
   test::ClusterOptions copts;
-  copts.epochd_path = EPOCHD_PATH;
+  copts.epochd_path = o.epochd;
   copts.nodes = 3;
   copts.extra_flags = {};  // epochd's defaults (etcd's timing: heartbeat 100 ms, election 1 s)
   Result<std::unique_ptr<test::TestCluster>> started = test::TestCluster::Start(copts);
@@ -181,6 +185,7 @@ int Run(const Options& o) {
   abusers.push_back(MakeUnreadKeepAliveAbuser(address, lease_id, o.keepalive_streams));
   bool failed = false;
   for (auto& abuser : abusers) {
+    if (abuser->name().find(o.only) == std::string::npos) continue;
     const std::vector<MemberSample> start = Sample(cluster);
     abuser->Start();
     Latencies with = Measure(address, phase);
@@ -215,10 +220,12 @@ int Run(const Options& o) {
              changes, same_leader ? "yes" : "no", alive.ok() ? "yes" : alive.ToString());
   fmt::print(
       "epoch_snapshot_streams_cut_total {} epoch_lease_keepalive_streams_cut_total {} "
-      "epoch_txn_read_limit_refused_total {} (leader)\n",
+      "epoch_txn_read_limit_refused_total precheck {} apply {} (leader)\n",
       cluster.Metric(*leader, "epoch_snapshot_streams_cut_total").value_or(-1),
       cluster.Metric(*leader, "epoch_lease_keepalive_streams_cut_total").value_or(-1),
-      cluster.Metric(*leader, "epoch_txn_read_limit_refused_total").value_or(-1));
+      cluster.Metric(*leader, R"(epoch_txn_read_limit_refused_total{stage="precheck"})")
+          .value_or(-1),
+      cluster.Metric(*leader, R"(epoch_txn_read_limit_refused_total{stage="apply"})").value_or(-1));
   if (changes > 0 || !same_leader || !alive.ok()) failed = true;
   if (failed) fmt::print("FAILED: {}\n", o.short_run ? "see above" : "see above (not a test run)");
   return failed ? 1 : 0;
@@ -236,6 +243,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10'000'000));
   app.add_option("--keepalive-streams", o.keepalive_streams, "Unread keep-alive streams")
       ->check(CLI::Range(1, 100'000));
+  app.add_option("--epochd", o.epochd, "The epochd to run (default: this build's)");
+  app.add_option("--only", o.only, "Only the abusers whose name contains this");
   CLI11_PARSE(app, argc, argv);
   if (o.short_run) {
     o.seconds = 4;

@@ -51,6 +51,13 @@ TEST_CASE("a write txn that reads past --max-txn-read-keys fails whole; the lead
   Result<int> leader = cluster->WaitForLeader(std::chrono::seconds(10));
   REQUIRE(leader.ok());
   const std::int64_t revision = CurrentRevision(*cluster);
+  // Each member judges the txn on its own applied state: every one has applied the keys.
+  for (int node = 0; node < 3; ++node) {
+    REQUIRE(Eventually([&] {
+      return cluster->Metric(node, "epoch_kv_revision").value_or(0) >=
+             static_cast<double>(revision);
+    }));
+  }
 
   // 127 full-range reads (1.3 million key visits on the Raft thread, unbounded) and a put.
   etcdserverpb::TxnRequest abusive;
@@ -68,7 +75,26 @@ TEST_CASE("a write txn that reads past --max-txn-read-keys fails whole; the lead
   }
   CHECK(CurrentRevision(*cluster) == revision);
   CHECK(MustRange(*cluster, 0, "abused").kvs_size() == 0);
-  CHECK(cluster->Metric(*leader, "epoch_txn_read_limit_refused_total").value_or(0) == 3);
+  // Each member refused the txn it was sent before proposing it: no member applied one.
+  double early = 0;
+  for (int node = 0; node < 3; ++node) {
+    early += cluster->Metric(node, R"(epoch_txn_read_limit_refused_total{stage="precheck"})")
+                 .value_or(0);
+    CHECK(cluster->Metric(node, R"(epoch_txn_read_limit_refused_total{stage="apply"})") == 0);
+  }
+  CHECK(early == 3);
+  // A compare over a range is left to the apply, where the same bound refuses the txn: every
+  // member applies it as failed.
+  etcdserverpb::TxnRequest compared = abusive;
+  auto* cmp = compared.add_compare();
+  cmp->set_key("bulk/");
+  cmp->set_range_end(PrefixEnd("bulk/"));
+  cmp->set_target(etcdserverpb::Compare::CREATE);
+  cmp->set_result(etcdserverpb::Compare::GREATER);
+  CheckError(Txn(*cluster, *leader, compared), grpc::StatusCode::INVALID_ARGUMENT,
+             std::string(epoch::etcd_errors::kTxnReadTooLarge.message));
+  CHECK(cluster->Metric(*leader, R"(epoch_txn_read_limit_refused_total{stage="apply"})") == 1);
+  CHECK(CurrentRevision(*cluster) == revision);
 
   // Within the bound the same shape of txn applies.
   etcdserverpb::TxnRequest fine;

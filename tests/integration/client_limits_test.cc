@@ -64,6 +64,8 @@ TEST_CASE("a keep-alive stream whose answers are never read is cut off", "[integ
   RequireServing(*cluster, 1, "after-keepalive-flood");
 }
 
+std::shared_ptr<grpc::Channel> OwnConnection(const std::string& address);
+
 TEST_CASE("keep-alive streams past the per-address limit are refused and counted",
           "[integration][limits]") {
   auto cluster = StartCluster(1, {"--max-keepalive-streams-per-address", "2"});
@@ -85,10 +87,15 @@ TEST_CASE("keep-alive streams past the per-address limit are refused and counted
                                              etcdserverpb::LeaseKeepAliveResponse>>
         stream;
   };
-  // Opens a stream and sends one keep-alive; true when it was answered.
-  auto open = [&](Open& o) {
+  // The client's other connection: gRPC knows the client port's connections by descriptor
+  // ("fd:<n>"), and the limit is still the address's, not the connection's.
+  auto other_connection =
+      etcdserverpb::Lease::NewStub(OwnConnection(cluster->node(0).client_address()));
+  // Opens a stream (on the other connection when asked) and sends one keep-alive; true when it
+  // was answered.
+  auto open = [&](Open& o, bool other = false) {
     o.ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    o.stream = lease->LeaseKeepAlive(&o.ctx);
+    o.stream = (other ? other_connection : lease)->LeaseKeepAlive(&o.ctx);
     etcdserverpb::LeaseKeepAliveResponse answer;
     return o.stream->Write(request) && o.stream->Read(&answer) && answer.ttl() > 0;
   };
@@ -96,7 +103,7 @@ TEST_CASE("keep-alive streams past the per-address limit are refused and counted
   Open second, third;
   REQUIRE(open(*first));
   REQUIRE(open(second));
-  CHECK_FALSE(open(third));
+  CHECK_FALSE(open(third, /*other=*/true));
   grpc::Status refused = third.stream->Finish();
   CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(refused.error_message().find("--max-keepalive-streams-per-address") != std::string::npos);

@@ -6,7 +6,6 @@
 #include "auth_failure_limiter.h"
 #include "auth_password.h"
 #include "epoch/etcd_errors.h"
-#include "epoch/rpc/client_address.h"
 #include "epoch/rpc/grpc_util.h"
 
 namespace epoch::server {
@@ -18,8 +17,9 @@ void FinishError(rpc::UnaryReactor* reactor, const Status& s) { reactor->Finish(
 
 }  // namespace
 
-AuthService::AuthService(NodeContext& node)
+AuthService::AuthService(NodeContext& node, const rpc::ClientPeers& client_peers)
     : node_(node),
+      client_peers_(client_peers),
       failures_(std::make_unique<AuthFailureLimiter>(node.config().auth_failure_limits)) {}
 
 AuthService::~AuthService() = default;
@@ -87,7 +87,7 @@ rpc::UnaryReactor* AuthService::Authenticate(rpc::CallContext* ctx,
                                              const pb::AuthenticateRequest* request,
                                              pb::AuthenticateResponse* response) {
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
-  std::string host = PeerHost(rpc::ClientAddress(*ctx));
+  std::string host = PeerHost(client_peers_.Resolve(ctx->peer()));
   if (!failures_->Admit(request->name(), host, AuthFailureLimiter::Clock::now())) {
     rate_limited_.fetch_add(1, std::memory_order_relaxed);
     FinishError(reactor, etcd_errors::kAuthRateLimited.ToStatus());

@@ -30,7 +30,10 @@ Status PrepareTxn(NodeContext& node, const rpc::CallContext& ctx,
 using KvWriteDone = std::function<void(const Status&, const v1::InternalResponse&)>;
 
 // Writes `request` through the log: refuses it when over --max-request-bytes, or when it was
-// forwarded here and this member does not lead (a forwarded write never travels a second hop);
+// forwarded here and this member does not lead (a forwarded write never travels a second hop),
+// or when it is a txn whose reads already pass --max-txn-read-keys on the applied state
+// (KvStore::PrecheckTxnReads, counted on the read pool before anything is proposed, for a txn
+// whose Range ops could pass it);
 // else proposes or forwards it (NodeContext::Write). `done` gets the response computed at apply
 // time, on an epoch-grpc thread.
 void WriteKv(NodeContext& node, const rpc::CallContext& ctx, v1::InternalRequest request,

@@ -36,7 +36,7 @@ template <typename Request, typename Response>
 class KeepAliveStream final : public rpc::BidiReactor<Request, Response> {
  public:
   // `id_of` reads the lease ID from a request; `to_response` builds the answer. `peer` is the
-  // client's address (rpc::ClientAddress: the client, also behind the TLS relay): the stream takes
+  // client's address (rpc::ClientPeers::Resolve of gRPC's peer()): the stream takes
   // one of the manager's keep-alive stream slots or ends at once with RESOURCE_EXHAUSTED.
   KeepAliveStream(LeaseManager& leases, std::size_t queue_max, std::string_view peer,
                   std::function<std::int64_t(const Request&)> id_of,

@@ -4,7 +4,6 @@
 
 #include "epoch/etcd_errors.h"
 #include "epoch/peer/leader_forwarder.h"
-#include "epoch/rpc/client_address.h"
 #include "epoch/rpc/grpc_util.h"
 #include "epoch/state/auth_state.h"
 #include "lease_keepalive_stream.h"
@@ -113,7 +112,7 @@ rpc::UnaryReactor* EtcdLeaseService::LeaseRevoke(rpc::CallContext* ctx,
 rpc::BidiReactor<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>*
 EtcdLeaseService::LeaseKeepAlive(rpc::CallContext* ctx) {
   return new KeepAliveStream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>(
-      leases_, node_.config().keepalive_queue_max, rpc::ClientAddress(*ctx),
+      leases_, node_.config().keepalive_queue_max, client_peers_.Resolve(ctx->peer()),
       [](const pb::LeaseKeepAliveRequest& r) { return r.id(); },
       [this](const KeepAliveOutcome& out) {
         pb::LeaseKeepAliveResponse resp;
@@ -195,7 +194,7 @@ rpc::UnaryReactor* V1LeaseService::Grant(rpc::CallContext* ctx,
 rpc::BidiReactor<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>* V1LeaseService::KeepAlive(
     rpc::CallContext* ctx) {
   return new KeepAliveStream<v1::LeaseKeepAliveRequest, v1::LeaseKeepAliveResponse>(
-      leases_, node_.config().keepalive_queue_max, rpc::ClientAddress(*ctx),
+      leases_, node_.config().keepalive_queue_max, client_peers_.Resolve(ctx->peer()),
       [](const v1::LeaseKeepAliveRequest& r) { return r.id(); },
       [this](const KeepAliveOutcome& out) {
         v1::LeaseKeepAliveResponse resp;

@@ -4,7 +4,6 @@
 
 #include <mutex>
 
-#include "epoch/rpc/client_address.h"
 #include "epoch/rpc/grpc_util.h"
 
 namespace epoch::server {
@@ -27,8 +26,8 @@ class WriteWatchdog {
       if (ec) return;
       std::lock_guard held(self->mu_);
       if (self->ctx_ == nullptr || self->generation_ != generation) return;
-      spdlog::warn("snapshot stream to {} cancelled: no message read for {} ms",
-                   rpc::ClientAddress(*self->ctx_), timeout.count());
+      spdlog::warn("snapshot stream to {} cancelled: no message read for {} ms", self->ctx_->peer(),
+                   timeout.count());
       self->snapshots_.CountArchiveStreamCut();
       self->ctx_->TryCancel();
     });

@@ -24,11 +24,13 @@ constexpr std::chrono::milliseconds kPeekAgain{5};
 class Pending : public std::enable_shared_from_this<Pending> {
  public:
   // `tls`: null on a plaintext listener.
-  Pending(tcp::socket socket, grpc::Server& server, const ClientPortMux::HttpServe& http,
-          const ClientPortMux::TlsRoute* tls, std::shared_ptr<ClientPortMux::Counters> counters)
+  Pending(tcp::socket socket, grpc::Server& server, rpc::ClientPeers& client_peers,
+          const ClientPortMux::HttpServe& http, const ClientPortMux::TlsRoute* tls,
+          std::shared_ptr<ClientPortMux::Counters> counters)
       : socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         grpc_server_(server),
+        client_peers_(client_peers),
         http_(http),
         tls_(tls),
         counters_(std::move(counters)),
@@ -77,8 +79,12 @@ class Pending : public std::enable_shared_from_this<Pending> {
     counters_->grpc.fetch_add(1, std::memory_order_relaxed);
     std::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);  // as gRPC sets on sockets it accepts
+    const tcp::endpoint remote = socket_.remote_endpoint(ec);
+    if (ec) return Close();
     const int fd = socket_.release(ec);
     if (ec) return;
+    // gRPC calls this connection "fd:<fd>": the services find its address here (client_peers.h).
+    client_peers_.RecordFd(fd, GrpcPeerName(remote));
     // gRPC drives the descriptor with its own poller, non-blocking.
     const int flags = fcntl(fd, F_GETFL, 0);
     if (flags >= 0) (void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -117,6 +123,7 @@ class Pending : public std::enable_shared_from_this<Pending> {
   tcp::socket socket_;
   asio::steady_timer timer_;
   grpc::Server& grpc_server_;
+  rpc::ClientPeers& client_peers_;
   ClientPortMux::HttpServe http_;
   const ClientPortMux::TlsRoute* tls_;
   std::shared_ptr<ClientPortMux::Counters> counters_;
@@ -204,7 +211,7 @@ void ClientPortMux::Accept(const std::shared_ptr<Listener>& listener) {
   listener->acceptor.async_accept([this, listener](std::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !listener->acceptor.is_open()) return;
     if (!ec) {
-      std::make_shared<Pending>(std::move(socket), grpc_server_, http_,
+      std::make_shared<Pending>(std::move(socket), grpc_server_, client_peers_, http_,
                                 listener->tls ? &tls_ : nullptr, counters_)
           ->Start();
       return Accept(listener);

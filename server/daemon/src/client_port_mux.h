@@ -4,7 +4,8 @@
 //
 // A plaintext (http://) listener:
 //   "PRI * HTTP/2.0..." (the HTTP/2 preface)   handed to the gRPC server as it is
-//                                               (grpc::AddInsecureChannelFromFd)
+//                                               (grpc::AddInsecureChannelFromFd), its remote
+//                                               address recorded in rpc::ClientPeers
 //   an HTTP/1 request line ("GET /metrics ...")  handed to the HTTP server (the gateway, which
 //                                               serves /metrics and the probes too)
 //   anything else                               closed, counted
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "epoch/metrics_text.h"
+#include "epoch/rpc/client_peers.h"
 #include "epoch/status.h"
 #include "metrics_http.h"
 #include "tls_relay.h"
@@ -64,9 +66,15 @@ class ClientPortMux {
   using HttpServe = std::function<void(asio::ip::tcp::socket)>;
   using TlsRoute = ClientTlsRoute;
 
-  // `server` (started, without listening ports of its own) outlives this object.
-  ClientPortMux(asio::io_context& io, grpc::Server& server, HttpServe http, TlsRoute tls = {})
-      : io_(io), grpc_server_(server), http_(std::move(http)), tls_(std::move(tls)) {}
+  // `server` (started, without listening ports of its own) and `client_peers` outlive this
+  // object. Each connection handed to gRPC has its remote address recorded in `client_peers`.
+  ClientPortMux(asio::io_context& io, grpc::Server& server, rpc::ClientPeers& client_peers,
+                HttpServe http, TlsRoute tls = {})
+      : io_(io),
+        grpc_server_(server),
+        client_peers_(client_peers),
+        http_(std::move(http)),
+        tls_(std::move(tls)) {}
   ~ClientPortMux();
   ClientPortMux(const ClientPortMux&) = delete;
   ClientPortMux& operator=(const ClientPortMux&) = delete;
@@ -94,6 +102,7 @@ class ClientPortMux {
 
   asio::io_context& io_;
   grpc::Server& grpc_server_;
+  rpc::ClientPeers& client_peers_;
   HttpServe http_;
   TlsRoute tls_;
   std::vector<std::shared_ptr<Listener>> listeners_;  // set up before serving, then fixed

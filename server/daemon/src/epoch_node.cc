@@ -229,6 +229,10 @@ class EpochNode::Impl {
   std::unique_ptr<NodeContext> context_;
   std::unique_ptr<LeaseManager> lease_manager_;
   std::unique_ptr<rpc::Server> rpc_server_;  // the services' completion queues and threads
+  // The clients of the client port's connections gRPC knows by descriptor or by a TLS relay's
+  // socket, read by the services' per-address limits and recorded by client_mux_ and
+  // tls_relays_ (declared after them; the relays' loop stops in Shutdown).
+  rpc::ClientPeers client_peers_;
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<IdempotentService> idempotent_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
@@ -496,8 +500,9 @@ void EpochNode::Impl::BuildServices() {
       *context_, *snapshots_, config_.snapshot.archive_message_bytes, executors_.maintenance());
   cluster_service_ = std::make_unique<ClusterService>(*context_);
   settings_service_ = std::make_unique<SettingsService>(*context_);
-  etcd_lease_service_ = std::make_unique<EtcdLeaseService>(*context_, *lease_manager_);
-  v1_lease_service_ = std::make_unique<V1LeaseService>(*context_, *lease_manager_);
+  etcd_lease_service_ =
+      std::make_unique<EtcdLeaseService>(*context_, *lease_manager_, client_peers_);
+  v1_lease_service_ = std::make_unique<V1LeaseService>(*context_, *lease_manager_, client_peers_);
   WatchServiceOptions watch_options;
   watch_options.leader_check_interval = config_.tick * config_.raft.election_timeout_min_ticks;
   watch_options.hub.watchers_per_stream_max = config_.watchers_per_stream_max;
@@ -507,7 +512,7 @@ void EpochNode::Impl::BuildServices() {
   lock_service_ = std::make_unique<LockService>(*context_, *recipe_feed_);
   election_service_ = std::make_unique<ElectionService>(*context_, *recipe_feed_);
   jobs_service_ = std::make_unique<JobsService>(*context_, config_.job_max_epoch_changes);
-  auth_service_ = std::make_unique<AuthService>(*context_);
+  auth_service_ = std::make_unique<AuthService>(*context_, client_peers_);
   kv_service_->Register(*rpc_server_);
   idempotent_service_->Register(*rpc_server_);
   maintenance_service_->Register(*rpc_server_);
@@ -670,18 +675,19 @@ Status EpochNode::Impl::StartClientListeners() {
   gateway_ = MakeGateway();
   ClientPortMux::TlsRoute route;
   if (any_https) {
-    tls_relays_ = std::make_unique<TlsRelays>(
-        executors_.loop(Executors::Loop::kTlsRelay),
-        asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(),
-                                static_cast<std::uint16_t>(relay_port)));
+    tls_relays_ =
+        std::make_unique<TlsRelays>(executors_.loop(Executors::Loop::kTlsRelay),
+                                    asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(),
+                                                            static_cast<std::uint16_t>(relay_port)),
+                                    client_peers_);
     route.relays = tls_relays_.get();
     route.http = [this, https_contexts](asio::ip::tcp::socket s) {
       gateway_->ServeTls(std::move(s), https_contexts->Get());
     };
   }
   client_mux_ = std::make_unique<ClientPortMux>(
-      loop, *grpc_server_, [this](asio::ip::tcp::socket s) { gateway_->Serve(std::move(s)); },
-      std::move(route));
+      loop, *grpc_server_, client_peers_,
+      [this](asio::ip::tcp::socket s) { gateway_->Serve(std::move(s)); }, std::move(route));
   for (std::size_t i = 0; i < listeners.size(); ++i) {
     Result<std::uint16_t> bound =
         client_mux_->Listen(listeners[i].host, listeners[i].port, config_.client_tls.Https(i));

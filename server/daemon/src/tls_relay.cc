@@ -5,18 +5,10 @@
 
 #include <array>
 
-#include "epoch/rpc/client_address.h"
-
 namespace epoch::server {
 namespace {
 
 using asio::ip::tcp;
-
-// gRPC's peer string for an address ("ipv4:10.0.0.7:51234", "ipv6:[::1]:51234").
-std::string GrpcPeer(const tcp::endpoint& e) {
-  if (e.address().is_v6()) return fmt::format("ipv6:[{}]:{}", e.address().to_string(), e.port());
-  return fmt::format("ipv4:{}:{}", e.address().to_string(), e.port());
-}
 
 class Relay : public std::enable_shared_from_this<Relay> {
  public:
@@ -25,8 +17,14 @@ class Relay : public std::enable_shared_from_this<Relay> {
         upstream_(client_.get_executor()),
         linger_(client_.get_executor()),
         shared_(std::move(shared)) {}
-  // A relay still open when its loop is destroyed (shutdown) is closed and forgotten here.
-  ~Relay() { Close(); }
+  // A relay still open when its loop is destroyed (shutdown) closes its sockets; the node's
+  // ClientPeers may be gone by then, so it is not told.
+  ~Relay() {
+    if (closed_) return;
+    std::error_code ignored;
+    client_.close(ignored);
+    upstream_.close(ignored);
+  }
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;
 
@@ -55,8 +53,8 @@ class Relay : public std::enable_shared_from_this<Relay> {
     const tcp::endpoint relay_end = upstream_.local_endpoint(ec);
     const tcp::endpoint client_end = client_.remote_endpoint(ec);
     if (ec) return Close();
-    relay_peer_ = GrpcPeer(relay_end);
-    rpc::RecordRelayedPeer(relay_peer_, GrpcPeer(client_end));
+    relay_peer_ = GrpcPeerName(relay_end);
+    shared_->peers.Record(relay_peer_, GrpcPeerName(client_end));
     Pump(client_, upstream_, up_);
     Pump(upstream_, client_, down_);
   }
@@ -96,7 +94,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     client_.close(ignored);
     upstream_.close(ignored);
     linger_.cancel();
-    if (!relay_peer_.empty()) rpc::ForgetRelayedPeer(relay_peer_);
+    if (!relay_peer_.empty()) shared_->peers.Forget(relay_peer_);
     shared_->open.fetch_sub(1, std::memory_order_relaxed);
   }
 
@@ -111,6 +109,12 @@ class Relay : public std::enable_shared_from_this<Relay> {
 };
 
 }  // namespace
+
+std::string GrpcPeerName(const tcp::endpoint& remote) {
+  const asio::ip::address a = remote.address();
+  if (a.is_v6()) return fmt::format("ipv6:[{}]:{}", a.to_string(), remote.port());
+  return fmt::format("ipv4:{}:{}", a.to_string(), remote.port());
+}
 
 void TlsRelays::Start(tcp::socket client) {
   std::error_code ec;

@@ -58,7 +58,64 @@ Status CheckRange(const ReadContext& pre, const pb::RequestOp& op) {
   return Status::Ok();
 }
 
+bool HasRangeCompare(const pb::TxnRequest& r) {
+  for (const pb::Compare& c : r.compare()) {
+    if (!c.range_end().empty()) return true;
+  }
+  for (const auto* branch : {&r.success(), &r.failure()}) {
+    for (const pb::RequestOp& op : *branch) {
+      if (op.request_case() == pb::RequestOp::kRequestTxn && HasRangeCompare(op.request_txn())) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// PrecheckTxnReads' walk of the taken branches, in ExecuteTxn's order. `*left` is the bound
+// still available (as KvApplier::read_keys_left_); `*stop` is set where counting must end.
+Status PrecountPath(const ReadContext& pre, const pb::TxnRequest& r, const std::vector<bool>& path,
+                    std::size_t* pos, std::int64_t* left, bool* stop) {
+  const bool ok = path.at(*pos);
+  ++*pos;
+  for (const pb::RequestOp& op : ok ? r.success() : r.failure()) {
+    switch (op.request_case()) {
+      case pb::RequestOp::kRequestRange: {
+        pb::RangeRequest counted = op.request_range();
+        counted.set_count_only(true);  // keys are counted, values never decoded
+        Result<pb::RangeResponse> got = ExecuteRange(pre, counted, *left);
+        if (got.status().Is(ErrorId::kTxnReadTooLarge)) return got.status();
+        if (!got.ok()) {
+          *stop = true;
+          return Status::Ok();
+        }
+        *left -= got->count();
+        break;
+      }
+      case pb::RequestOp::kRequestDeleteRange: *stop = true; return Status::Ok();
+      case pb::RequestOp::kRequestTxn:
+        EPOCH_RETURN_IF_ERROR(PrecountPath(pre, op.request_txn(), path, pos, left, stop));
+        if (*stop) return Status::Ok();
+        break;
+      case pb::RequestOp::kRequestPut:
+      case pb::RequestOp::REQUEST_NOT_SET: break;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status PrecheckTxnReads(const ReadContext& pre, const pb::TxnRequest& r,
+                        std::int64_t read_keys_max) {
+  if (read_keys_max <= 0 || HasRangeCompare(r)) return Status::Ok();
+  Result<std::vector<bool>> path = CompareToPath(pre, r);
+  if (!path.ok()) return Status::Ok();
+  std::size_t pos = 0;
+  std::int64_t left = read_keys_max;
+  bool stop = false;
+  return PrecountPath(pre, r, *path, &pos, &left, &stop);
+}
 
 Result<bool> LeaseExists(const StoreReader& reader, LeaseId id) {
   Result<std::optional<std::string>> lease = reader.Get(LeaseKey(id));

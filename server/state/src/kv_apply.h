@@ -49,6 +49,17 @@ class KvApplier {
   std::int64_t read_keys_left_;  // -1: no bound (ReadRangeAt's kNoKeyBound)
 };
 
+// The bound on a write txn's reads checked ahead of the log (KvStore::PrecheckTxnReads): the
+// Range ops on the path `r` takes at `pre` (its compares evaluated there), in execution order,
+// counted without their values and with the same bound and arithmetic as KvApplier at apply time,
+// so the count visits at most `read_keys_max` + 1 keys. kTxnReadTooLarge when the reads pass the
+// bound; Ok when they do not, and whenever the answer would need more than that: a compare over
+// a range (unbounded, as at apply), a DeleteRange on the path (later reads see its effect), or any
+// other error (the apply reports it). A Put before a Range only adds keys, so counting on `pre`
+// never counts more than the apply would on the same state.
+Status PrecheckTxnReads(const ReadContext& pre, const etcdserverpb::TxnRequest& r,
+                        std::int64_t read_keys_max);
+
 // Lease existence, as the Put checks need it.
 Result<bool> LeaseExists(const StoreReader& reader, LeaseId id);
 

@@ -2,6 +2,8 @@
 // through it, so each answer reflects exactly one applied state.
 #include <cstdint>
 #include <limits>
+#include <string_view>
+#include <utility>
 
 #include "epoch/etcd_errors.h"
 #include "epoch/state/kv_store.h"
@@ -61,6 +63,13 @@ Result<pb::TxnResponse> KvStore::ReadOnlyTxn(const pb::TxnRequest& request) cons
   std::unique_ptr<ReadState> rs = AcquireRead();
   KvApplier applier(rs->context(), nullptr);
   return applier.Txn(request);
+}
+
+Status KvStore::PrecheckTxnReads(const pb::TxnRequest& request, std::int64_t read_keys_max) const {
+  std::unique_ptr<ReadState> rs = AcquireRead();
+  Status s = server::PrecheckTxnReads(rs->context(), request, read_keys_max);
+  if (s.Is(ErrorId::kTxnReadTooLarge)) txn_reads_refused_early_.fetch_add(1);
+  return s;
 }
 
 Result<EventBatch> KvStore::ReadEvents(Revision start, std::size_t max_events,
@@ -204,9 +213,12 @@ void KvStore::RenderMetrics(MetricsText& m) const {
           index.keys);
   m.Gauge("epoch_kv_index_revisions", "Revisions in the in-memory per-key history.",
           index.revisions);
-  m.Counter("epoch_txn_read_limit_refused_total",
-            "Txns with writes applied as failed: their reads passed --max-txn-read-keys.",
-            txn_reads_refused_.load());
+  const std::pair<std::string_view, std::uint64_t> refused[] = {
+      {"precheck", txn_reads_refused_early_.load()}, {"apply", txn_reads_refused_.load()}};
+  m.LabeledCounter("epoch_txn_read_limit_refused_total",
+                   "Txns with writes refused for reading past --max-txn-read-keys: before they "
+                   "were proposed (stage=precheck) or applied as failed (stage=apply).",
+                   "stage", refused);
 }
 
 }  // namespace epoch::server

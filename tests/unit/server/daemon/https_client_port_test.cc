@@ -1,7 +1,7 @@
 // The https:// client port: the routing decision (the ALPN list read from real ClientHellos
 // that OpenSSL writes, split, cut short and corrupted), and the port end to end in one process:
 // ClientPortMux relays a gRPC client's TLS connection to a gRPC server's loopback TLS listener,
-// which does the handshake and sees the client's address (rpc::ClientAddress), not the relay's;
+// which does the handshake and sees the client's address (rpc::ClientPeers), not the relay's;
 // the relay is forgotten when the client goes; a ClientHello that offers HTTP/1.1 goes to the
 // HTTPS side; plaintext is refused.
 #include <fmt/format.h>
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "client_port_mux.h"
-#include "epoch/rpc/client_address.h"
+#include "epoch/rpc/client_peers.h"
 #include "epoch/rpc/tls.h"
 #include "epoch/test_support/eventually.h"
 #include "epoch/test_support/temp_dir.h"
@@ -166,17 +166,18 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-// A KV service whose Range records the caller as gRPC and as rpc::ClientAddress see it.
+// A KV service whose Range records the caller as gRPC and as rpc::ClientPeers see it.
 class RecordingKv final : public pb::KV::Service {
  public:
   grpc::Status Range(grpc::ServerContext* ctx, const pb::RangeRequest*,
                      pb::RangeResponse* response) override {
     std::lock_guard lock(mu);
     grpc_peer = ctx->peer();
-    client = rpc::ClientAddress(*ctx);
+    client = peers.Resolve(ctx->peer());
     response->set_count(7);
     return grpc::Status::OK;
   }
+  rpc::ClientPeers peers;
   std::mutex mu;
   std::string grpc_peer;
   std::string client;
@@ -212,8 +213,10 @@ TEST_CASE("https client port: gRPC is relayed and sees the client's address", "[
 
   Loop mux_loop;
   Loop relay_loop;
-  TlsRelays relays(relay_loop.io, tcp::endpoint(asio::ip::address_v4::loopback(),
-                                                static_cast<std::uint16_t>(relay_port)));
+  TlsRelays relays(
+      relay_loop.io,
+      tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<std::uint16_t>(relay_port)),
+      kv.peers);
   std::atomic<int> https_connections{0};
   ClientPortMux::TlsRoute route{&relays, [&](tcp::socket s) {
                                   ++https_connections;
@@ -221,10 +224,11 @@ TEST_CASE("https client port: gRPC is relayed and sees the client's address", "[
                                   s.close(ignored);
                                 }};
   ClientPortMux mux(
-      mux_loop.io, *server, [](tcp::socket) { FAIL("no plaintext side"); }, std::move(route));
+      mux_loop.io, *server, kv.peers, [](tcp::socket) { FAIL("no plaintext side"); },
+      std::move(route));
   Result<std::uint16_t> port = mux.Listen("127.0.0.1", 0, /*tls=*/true);
   REQUIRE(port.ok());
-  const std::size_t relayed_before = rpc::RelayedPeerCount();
+  const std::size_t relayed_before = kv.peers.size();
 
   {
     grpc::SslCredentialsOptions client_options;
@@ -244,10 +248,10 @@ TEST_CASE("https client port: gRPC is relayed and sees the client's address", "[
     CHECK(kv.grpc_peer.starts_with("ipv4:127.0.0.1:"));
     CHECK(kv.client.starts_with("ipv4:127.0.0.1:"));
     CHECK(kv.client != kv.grpc_peer);  // the relay's socket was looked up
-    CHECK(rpc::RelayedPeerCount() == relayed_before + 1);
+    CHECK(kv.peers.size() == relayed_before + 1);
   }
   // The channel is gone: its relay closes and is forgotten.
-  CHECK(test_support::Eventually([&] { return rpc::RelayedPeerCount() == relayed_before; },
+  CHECK(test_support::Eventually([&] { return kv.peers.size() == relayed_before; },
                                  std::chrono::seconds(10)));
   CHECK(https_connections == 0);
 

@@ -50,7 +50,8 @@ TEST_CASE("a write txn's reads stop at its entry's bound and the txn writes noth
   CHECK(ReadAndWrite(s, 3, 59, /*count_only=*/true).status.Is(ErrorId::kTxnReadTooLarge));
   // Reads of a past revision (the index, not the latest table) are bounded the same way.
   CHECK(ReadAndWrite(s, 3, 50, false, 20).status.Is(ErrorId::kTxnReadTooLarge));  // 3 x 19
-  CHECK(Metrics(*s).find("epoch_txn_read_limit_refused_total 3") != std::string::npos);
+  CHECK(Metrics(*s).find("epoch_txn_read_limit_refused_total{stage=\"apply\"} 3") !=
+        std::string::npos);
 
   ApplyResult exact = ReadAndWrite(s, 3, 60);
   INFO(exact.status.ToString());
@@ -59,6 +60,70 @@ TEST_CASE("a write txn's reads stop at its entry's bound and the txn writes noth
   CHECK(s.Get("w").kvs_size() == 1);
   // Entries without a bound (written before it existed, or by internal recipes) are not bounded.
   CHECK(ReadAndWrite(s, 10, 0).status.ok());
+}
+
+// The same txn as ReadAndWrite, as the API layer hands it to PrecheckTxnReads.
+pb::TxnRequest Reads(int reads, const std::string& key = "a", const std::string& end = "z") {
+  pb::TxnRequest t;
+  for (int i = 0; i < reads; ++i) *t.add_success()->mutable_request_range() = RangeReq(key, end);
+  *t.add_success()->mutable_request_put() = PutReq("w", "written");
+  return t;
+}
+
+TEST_CASE("the read bound is checked before the log, on the path the applied state takes",
+          "[server][txn]") {
+  TempDir dir;
+  TestStore s(dir.path());
+  for (int i = 0; i < 20; ++i) s.Put(fmt::format("k{:02}", i), "v");
+  const Revision before = s->CurrentRevision();
+
+  // The apply's arithmetic: 60 visits pass a bound of 59 and not one of 60.
+  CHECK(s->PrecheckTxnReads(Reads(3), 59).Is(ErrorId::kTxnReadTooLarge));
+  CHECK(s->PrecheckTxnReads(Reads(3), 60).ok());
+  CHECK(s->PrecheckTxnReads(Reads(3), 0).ok());  // no bound
+  // It changes nothing, and it is counted apart from the apply's refusals.
+  CHECK(s->CurrentRevision() == before);
+  const std::string metrics = Metrics(*s);
+  CHECK(metrics.find("epoch_txn_read_limit_refused_total{stage=\"precheck\"} 1") !=
+        std::string::npos);
+  CHECK(metrics.find("epoch_txn_read_limit_refused_total{stage=\"apply\"} 0") != std::string::npos);
+
+  SECTION("nested txns count on the branch their compares take on the applied state") {
+    pb::TxnRequest t;
+    pb::TxnRequest* nested = t.add_success()->mutable_request_txn();
+    *nested->add_compare() = Cmp("k00", pb::Compare::VERSION, pb::Compare::EQUAL);
+    nested->mutable_compare(0)->set_version(1);
+    *nested->add_success()->mutable_request_range() = RangeReq("a", "z");
+    *nested->add_success()->mutable_request_range() = RangeReq("a", "z");
+    *nested->add_failure()->mutable_request_range() = RangeReq("k00");
+    CHECK(s->PrecheckTxnReads(t, 39).Is(ErrorId::kTxnReadTooLarge));  // k00 is at version 1
+    nested->mutable_compare(0)->set_version(2);
+    CHECK(s->PrecheckTxnReads(t, 39).ok());  // the failure branch reads one key
+  }
+  SECTION("reads after a DeleteRange are not counted: they would see the deletion") {
+    pb::TxnRequest t;
+    pb::DeleteRangeRequest* del = t.add_success()->mutable_request_delete_range();
+    del->set_key("a");
+    del->set_range_end("z");
+    *t.add_success()->mutable_request_range() = RangeReq("a", "z");
+    CHECK(s->PrecheckTxnReads(t, 5).ok());
+    v1::InternalRequest req;
+    *req.mutable_txn() = t;
+    req.set_txn_read_keys_max(5);
+    CHECK(s.Apply(req).status.ok());  // and the apply agrees
+  }
+  SECTION("a compare over a range is left to the apply") {
+    pb::TxnRequest t = Reads(3);
+    pb::Compare* c = t.add_compare();
+    *c = Cmp("a", pb::Compare::VERSION, pb::Compare::GREATER);
+    c->set_range_end("z");
+    CHECK(s->PrecheckTxnReads(t, 59).ok());
+  }
+  SECTION("a read the apply would refuse for another reason is left to the apply") {
+    pb::TxnRequest t = Reads(3);
+    t.mutable_success(0)->mutable_request_range()->set_revision(1000);  // a future revision
+    CHECK(s->PrecheckTxnReads(t, 10).ok());
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
 #include "epoch/rpc/async_rpc.h"
+#include "epoch/rpc/client_peers.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
 namespace epoch::server {
@@ -32,7 +33,9 @@ class AuthService final : public etcdserverpb::Auth::AsyncService {
   // requests" (each costs tens of milliseconds of CPU).
   static constexpr int kMaxHashing = 8;
 
-  explicit AuthService(NodeContext& node);
+  // `client_peers` names the clients of connections gRPC knows by descriptor (failed Authenticate
+  // calls are limited per client host).
+  AuthService(NodeContext& node, const rpc::ClientPeers& client_peers);
   ~AuthService();
 
   // epoch_auth_failures_total{reason}, epoch_auth_rate_limited_total and etcd's
@@ -83,6 +86,7 @@ class AuthService final : public etcdserverpb::Auth::AsyncService {
                      std::chrono::system_clock::time_point deadline, const std::string& host);
 
   NodeContext& node_;
+  const rpc::ClientPeers& client_peers_;
   std::atomic<int> hashing_{0};
   std::unique_ptr<AuthFailureLimiter> failures_;  // per user and client address
   std::array<std::atomic<std::uint64_t>, kFailureReasons> failures_total_{};

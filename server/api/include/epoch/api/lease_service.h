@@ -28,6 +28,7 @@
 #include "epoch/lease/lease_manager.h"
 #include "epoch/node/node_context.h"
 #include "epoch/rpc/async_rpc.h"
+#include "epoch/rpc/client_peers.h"
 #include "epoch/v1/epoch.grpc.pb.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 
@@ -41,7 +42,10 @@ class EtcdLeaseService final : public etcdserverpb::Lease::AsyncService {
   // Registers every method of the service with `server` (before it starts).
   void Register(rpc::Server& server);
 
-  EtcdLeaseService(NodeContext& node, LeaseManager& leases) : node_(node), leases_(leases) {}
+  // `client_peers` names the clients of connections gRPC knows by descriptor (keep-alive streams
+  // are admitted per client address).
+  EtcdLeaseService(NodeContext& node, LeaseManager& leases, const rpc::ClientPeers& client_peers)
+      : node_(node), leases_(leases), client_peers_(client_peers) {}
 
   rpc::UnaryReactor* LeaseGrant(rpc::CallContext* ctx,
                                 const etcdserverpb::LeaseGrantRequest* request,
@@ -61,6 +65,7 @@ class EtcdLeaseService final : public etcdserverpb::Lease::AsyncService {
  private:
   NodeContext& node_;
   LeaseManager& leases_;
+  const rpc::ClientPeers& client_peers_;
 };
 
 class V1LeaseService final : public v1::Lease::AsyncService {
@@ -68,7 +73,8 @@ class V1LeaseService final : public v1::Lease::AsyncService {
   // Registers every method of the service with `server` (before it starts).
   void Register(rpc::Server& server);
 
-  V1LeaseService(NodeContext& node, LeaseManager& leases) : node_(node), leases_(leases) {}
+  V1LeaseService(NodeContext& node, LeaseManager& leases, const rpc::ClientPeers& client_peers)
+      : node_(node), leases_(leases), client_peers_(client_peers) {}
 
   rpc::UnaryReactor* Grant(rpc::CallContext* ctx, const v1::LeaseGrantRequest* request,
                            v1::LeaseGrantResponse* response);
@@ -84,6 +90,7 @@ class V1LeaseService final : public v1::Lease::AsyncService {
  private:
   NodeContext& node_;
   LeaseManager& leases_;
+  const rpc::ClientPeers& client_peers_;
 };
 
 }  // namespace epoch::server

@@ -188,6 +188,14 @@ class KvStore {
   Result<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request) const;
   // A txn with no writes (IsReadOnlyTxn), evaluated on the latest applied state.
   Result<etcdserverpb::TxnResponse> ReadOnlyTxn(const etcdserverpb::TxnRequest& request) const;
+  // --max-txn-read-keys ahead of the log: kTxnReadTooLarge (and counted) when the reads of a
+  // write txn, on the path its compares take on the latest applied state, pass `read_keys_max`
+  // keys; Ok otherwise, or when telling would cost more than the bound (src/kv_apply.h,
+  // PrecheckTxnReads). Visits at most `read_keys_max` + 1 keys and decodes no value. A refusal
+  // here means the txn was never proposed: it has no effect, so judging it on a state older than
+  // the one it would apply on is safe; the apply-time bound stays for what gets through.
+  Status PrecheckTxnReads(const etcdserverpb::TxnRequest& request,
+                          std::int64_t read_keys_max) const;
   // History for Watch: events with revision in [start, current], at most about `max_events`
   // (never splitting a revision). Fails with etcd's "compacted" error when start is below the
   // compact revision. prev_kv is filled when `with_prev_kv`.
@@ -298,6 +306,8 @@ class KvStore {
   mutable std::atomic<int> prev_value_readers_{0};
   // Txns this replica applied as failed for reading past their entry's txn_read_keys_max.
   std::atomic<std::uint64_t> txn_reads_refused_{0};
+  // Txns PrecheckTxnReads refused before they were proposed (const: it only counts).
+  mutable std::atomic<std::uint64_t> txn_reads_refused_early_{0};
   // etcd's backend commit buckets: ExponentialBuckets(0.001, 2, 14), 1 ms to 8.192 s.
   Histogram commit_latency_{Histogram::ExponentialBuckets(0.001, 2, 14)};
 };
