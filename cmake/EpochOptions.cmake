@@ -19,7 +19,14 @@ if(EPOCH_SANITIZE STREQUAL "address")
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
 elseif(EPOCH_SANITIZE STREQUAL "thread")
-  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  # GCC defines __SANITIZE_THREAD__ under -fsanitize=thread, and protobuf's map_field.h adds
+  # members to MapFieldBase when it is defined (Abseil's headers likewise switch on it). Debian
+  # builds libprotobuf and Abseil without it, so our objects must see the layouts those libraries
+  # were built with: undefine it. libstdc++ keys only _GLIBCXX_TSAN off it (shared_ptr's release
+  # skips a two-word fast path TSan misreads; no layout change), so that is defined directly, and
+  # Epoch's own annotations test EPOCH_TSAN.
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -U__SANITIZE_THREAD__
+                      -D_GLIBCXX_TSAN=1 -DEPOCH_TSAN=1)
   # GCC warns that TSan cannot model std::atomic_thread_fence (used inside Asio and gRPC headers).
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     add_compile_options(-Wno-tsan)

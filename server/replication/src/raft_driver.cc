@@ -62,13 +62,18 @@ RaftDriver::RaftDriver(asio::io_context& io, RaftDriverOptions options, DurableL
 
 RaftDriver::~RaftDriver() = default;
 
+// The hooks are set on the strand: the transport delivers messages before Start (the driver's
+// Readys and proposals read hooks_ there), so an assignment from the caller's thread would race
+// with them, and a Ready handled earlier would miss the snapshot hooks.
 void RaftDriver::Start(DriverHooks hooks) {
-  hooks_ = std::move(hooks);
-  asio::post(strand_, [this] {
+  asio::post(strand_, [this, hooks = std::move(hooks)]() mutable {
+    hooks_ = std::move(hooks);
+    started_ = true;
     tick_epoch_ = Now();
     next_tick_ = tick_epoch_ + options_.tick;
     PublishStatus();
     ScheduleTick();
+    FlushProposals();  // proposals that arrived before Start, now stamped
     MaybeHandleReady();
   });
 }
@@ -139,7 +144,7 @@ void RaftDriver::Propose(v1::InternalRequest request, ProposeCallback done) {
 
 void RaftDriver::FlushProposals() {
   flush_scheduled_ = false;
-  if (proposal_batch_.empty()) return;
+  if (!started_ || proposal_batch_.empty()) return;  // Start's turn flushes what waits
   auto all = std::move(proposal_batch_);
   proposal_batch_.clear();
   decltype(all) batch;
@@ -306,7 +311,7 @@ void RaftDriver::MaybeHandleReady() {
   // commit index are published before this Ready's messages (a TimeoutNow, a commit index in an
   // append or a ReadIndex answer) leave, and before AfterPersist acknowledges writes.
   PublishLease();
-  if (stopped_ || ready_in_flight_ || !node_->HasReady()) return;
+  if (!started_ || stopped_ || ready_in_flight_ || !node_->HasReady()) return;
   auto ready = std::make_shared<raft::Ready>(node_->GetReady());
   ready_in_flight_ = true;
   if (ready->soft_state) OnSoftState(*ready->soft_state);

@@ -577,5 +577,57 @@ TEST_CASE("driver: a persist failure is fail-stop", "[server][driver]") {
   CHECK(fatal->Is(StatusCode::kIOError));
 }
 
+// Counts what a driver sends; safe from any thread.
+class CountingSender final : public MessageSender {
+ public:
+  void Send(const raft::Message&) override { ++sent; }
+  void OnMembership(const raft::ConfState&) override {}
+  std::atomic<int> sent{0};
+};
+
+// The peer transport starts before the driver: a message that arrives first steps the core, but
+// its Ready (the answer, a snapshot to install) waits for Start, which brings the hooks. Before,
+// the Ready was handled at once, reading the hooks while Start assigned them from another thread
+// (a data race under TSan) and, for a snapshot, without the snapshot hooks.
+TEST_CASE("driver: no Ready is handled before Start", "[server][driver]") {
+  asio::io_context io;
+  std::thread thread([&io] {
+    auto guard = asio::make_work_guard(io);
+    io.run();
+  });
+  ToyStateMachine sm;
+  CountingSender sender;
+  MemoryDurableLog log(raft::MemoryLog::Bootstrapped({NodeId(1), NodeId(2), NodeId(3)}));
+  RaftDriverOptions opts;
+  opts.raft.id = NodeId(1);
+  RaftDriver driver(io, opts, log, sm, sender);
+  raft::Message heartbeat;
+  heartbeat.type = raft::MessageType::kHeartbeat;
+  heartbeat.from = NodeId(2);
+  heartbeat.to = NodeId(1);
+  heartbeat.term = Term(2);
+  driver.Receive(heartbeat);
+  std::promise<void> stepped;
+  driver.Post([&stepped] { stepped.set_value(); });
+  REQUIRE(stepped.get_future().wait_for(10s) == std::future_status::ready);
+  CHECK(sender.sent.load() == 0);  // the answer waits for Start
+
+  int ticks = 0;
+  std::promise<void> ticked;
+  DriverHooks hooks;
+  hooks.on_tick = [&] {
+    if (++ticks == 1) ticked.set_value();
+  };
+  driver.Start(std::move(hooks));
+  REQUIRE(ticked.get_future().wait_for(10s) == std::future_status::ready);
+  CHECK(Eventually([&] { return sender.sent.load() > 0; }, 10s));  // answered after Start
+  driver.Stop();
+  std::promise<void> stopped;
+  driver.Post([&stopped] { stopped.set_value(); });
+  REQUIRE(stopped.get_future().wait_for(10s) == std::future_status::ready);
+  io.stop();
+  thread.join();
+}
+
 }  // namespace
 }  // namespace epoch::server

@@ -130,7 +130,9 @@ class RaftDriver {
   RaftDriver(const RaftDriver&) = delete;
   RaftDriver& operator=(const RaftDriver&) = delete;
 
-  // Starts ticking with `hooks` in place: nothing reaches a hook before this.
+  // Starts ticking with `hooks` in place: nothing reaches a hook before this. Messages, proposals
+  // and reads that arrive earlier (the peer transport and the client ports open first) step the
+  // core or wait; no Ready is handled and no proposal is stamped until Start's turn on the strand.
   void Start(DriverHooks hooks = {});
   // Stops ticking and fails every waiting proposal and read with Unavailable.
   void Stop();
@@ -203,10 +205,11 @@ class RaftDriver {
   DurableLog& log_;
   StateMachine& state_machine_;
   MessageSender& sender_;
-  DriverHooks hooks_;  // set by Start(), then read on the strand only
   std::unique_ptr<raft::Node> node_;
 
   // --- Strand-only state. ---
+  DriverHooks hooks_;     // set in Start()'s turn on the strand, together with started_
+  bool started_ = false;  // Invariant: false => no Ready handled, no proposal flushed.
   bool stopped_ = false;
   bool ready_in_flight_ = false;  // Invariant: at most one Ready between GetReady and Advance.
   std::chrono::steady_clock::time_point next_tick_;

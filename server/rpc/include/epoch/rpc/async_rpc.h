@@ -54,7 +54,7 @@ namespace detail {
 // delivery of its tag (the synchronisation is inside libgrpc, built without it). Started() before
 // starting an operation and the queue thread's Delivered() before running the tag say so; both
 // are no-ops in other builds.
-#if defined(__SANITIZE_THREAD__)
+#if defined(EPOCH_TSAN)
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
 #endif
@@ -65,13 +65,13 @@ class Tag {
   virtual void Done(bool ok) = 0;
   // Returns this, to pass as the operation's tag.
   Tag* Started() {
-#if defined(__SANITIZE_THREAD__)
+#if defined(EPOCH_TSAN)
     __tsan_release(this);
 #endif
     return this;
   }
   void Delivered() {
-#if defined(__SANITIZE_THREAD__)
+#if defined(EPOCH_TSAN)
     __tsan_acquire(this);
 #endif
   }
