@@ -609,6 +609,38 @@ def cpu_seconds(pids):
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def leases_point_cpp(cluster, n, args):
+    """leases_point with bench/scale's epoch_lease_load as the client: the same schedule, streams
+    and measurements, at the rates 100k leases need (30,000 renewals/s)."""
+    ttl_s = 10
+    period = ttl_s / 3
+    rec = {"leases": n, "ttl_s": ttl_s, "client": "c++"}
+    cluster.use_dir(f"leases-{n}")
+    try:
+        cluster.start()
+        term0 = cluster.term()
+        window = args.duration if args.quick else max(args.duration, 2 * period)
+        cmd = [args.lease_load, "--endpoints", ",".join(cluster.endpoints()), "--leases", str(n),
+               "--ttl", str(ttl_s), "--per-stream", "2000", "--window", str(window),
+               "--warmup", str(1.0 if args.quick else period)]
+        for pid in cluster.pids():
+            cmd += ["--server-pids", str(pid)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600 + n / 100)
+        if out.returncode != 0:
+            raise RuntimeError(f"epoch_lease_load exited {out.returncode}: {out.stderr[-500:]}")
+        rec.update(json.loads(out.stdout.strip().splitlines()[-1]))
+        rec["rss_bytes"] = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
+        rec["term_changes"] = cluster.term() - term0
+        rec["ok"] = (rec["grant_errors"] == 0 and not rec["stream_errors"]
+                     and rec["expired_answers"] == 0
+                     and rec["renewals_per_s"] >= 0.9 * rec["renewals_needed_per_s"])
+    finally:
+        cluster.stop()
+        if not args.keep_data:
+            cluster.drop_data()
+    return rec
+
+
 def leases_point(cluster, n, args):
     """Fresh cluster, n leases of TTL 10 s granted, then kept alive as clientv3 does (every lease
     renewed each TTL/3) on LeaseKeepAlive streams of 2000 leases spread over the members: the
@@ -1070,7 +1102,9 @@ def main():
     ap.add_argument("--watchers", help="watcher counts (default 1,1k,10k; quick 100)")
     ap.add_argument("--watch-put-rate", type=float, default=100.0,
                     help="puts per second during the watchers curve (one client, one at a time)")
-    ap.add_argument("--leases", help="lease counts (default 1k,10k; quick 100)")
+    ap.add_argument("--leases", help="lease counts (default 1k,10k,100k; quick 100)")
+    ap.add_argument("--lease-client", choices=["c++", "python"], default="c++",
+                    help="keep-alive client: bench/scale's epoch_lease_load (when built) or Python")
     ap.add_argument("--duration", type=float, help="measured seconds per cell (8; quick 1)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds per cell (2; quick 0.5)")
     ap.add_argument("--settle", type=float, default=2.0,
@@ -1085,7 +1119,7 @@ def main():
     args.keys = parse_sizes(args.keys or ("2k" if q else "10k,100k,1m"))
     args.values = parse_sizes(args.values or ("64kib" if q else "256,16kib,256kib,1mib"))
     args.watchers = parse_sizes(args.watchers or ("100" if q else "1,1k,10k"))
-    args.leases = parse_sizes(args.leases or ("100" if q else "1k,10k"))
+    args.leases = parse_sizes(args.leases or ("100" if q else "1k,10k,100k"))
     args.duration = args.duration if args.duration is not None else (1.0 if q else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (0.5 if q else 2.0)
     if q:
@@ -1097,6 +1131,9 @@ def main():
     work = args.workdir or tempfile.mkdtemp(prefix="epoch-scale.", dir="/tmp")
     os.makedirs(work, exist_ok=True)
     epochd = os.path.join(args.build, "server", "epochd")
+    lease_load = os.path.join(args.build, "bench", "scale", "epoch_lease_load")
+    args.lease_load = (lease_load if args.lease_client == "c++" and os.access(lease_load, os.X_OK)
+                       else None)
     bench = Bench(os.path.join(args.build, "bench", "kv", "epoch_bench"), args, work)
     clusters = {"epoch": EpochCluster(work, 24379 + args.port_offset, epochd),
                 "etcd": EtcdCluster(work, 34379 + args.port_offset)}
@@ -1187,7 +1224,8 @@ def main():
                 t0 = time.monotonic()
                 log(f"-- leases {n}: {s}")
                 try:
-                    rec = leases_point(clusters[s], n, args)
+                    point = leases_point_cpp if args.lease_load else leases_point
+                    rec = point(clusters[s], n, args)
                 except Exception as e:
                     rec = {"leases": n, "ok": False, "error": repr(e)}
                 rec.update(kind="point", curve="leases", system=s, loadavg=loadavg(),
