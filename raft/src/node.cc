@@ -34,6 +34,7 @@ Node::Node(const Config& config, const LogReader& log, std::uint64_t seed)
 Node::~Node() = default;
 
 void Node::Tick() { raft_->Tick(); }
+void Node::CatchUp(std::int64_t ticks) { raft_->CatchUp(ticks); }
 StepResult Node::Step(const Message& message) { return raft_->Step(message); }
 ProposeResult Node::Propose(std::vector<std::string> commands) {
   return raft_->Propose(std::move(commands));

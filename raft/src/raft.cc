@@ -284,6 +284,18 @@ StepResult Raft::StepFollower(const Message& m) {
 // ---------------------------------------------------------------------------------------------
 // Ticks.
 
+void Raft::CatchUp(std::int64_t ticks) {
+  if (ticks <= 0) return;
+  stall_hold_until_tick_ = std::max(stall_hold_until_tick_, now_ + ticks + config_.heartbeat_ticks);
+  for (std::int64_t i = 0; i < ticks; ++i) Tick();
+}
+
+// Whether a timeout that has been due for `elapsed` of its `timeout` ticks waits for the stall
+// hold (CatchUp): only while the hold lasts, and never past a second timeout.
+bool Raft::HeldAfterStall(std::int64_t elapsed, std::int64_t timeout) const {
+  return now_ < stall_hold_until_tick_ && elapsed < 2 * timeout;
+}
+
 void Raft::Tick() {
   ++now_;
   if (role_ == Role::kLeader) {
@@ -303,6 +315,7 @@ void Raft::TickElection() {
   if (!Promotable() || election_elapsed_ < randomized_election_timeout_) return;
   if (DeferCampaignAfterGrant()) return;  // checked again next tick
   if (now_ < hold_until_tick_) return;    // a lowered floor's hold (UpdateTiming)
+  if (HeldAfterStall(election_elapsed_, randomized_election_timeout_)) return;
   election_elapsed_ = 0;
   // The previous election we took part in produced no leader: back off (split votes).
   if (campaigned_without_leader_) BackOffElectionTimeout();
@@ -321,7 +334,7 @@ void Raft::TickHeartbeat() {
   // while measured round trips are long (then the followers' own timeouts are raised too, so a
   // silence shorter than the base is load, not a partition). Safety does not depend on it: the
   // lease is counted from acknowledged heartbeat rounds and the floor, never from this check.
-  if (election_elapsed_ >= timeout_base_) {
+  if (election_elapsed_ >= timeout_base_ && !HeldAfterStall(election_elapsed_, timeout_base_)) {
     election_elapsed_ = 0;
     if (config_.check_quorum) {
       if (!QuorumActive()) {

@@ -45,6 +45,7 @@ class Raft {
 
   // --- Inputs (see node.h). ---
   void Tick();
+  void CatchUp(std::int64_t ticks);
   StepResult Step(const Message& m);
   ProposeResult Propose(std::vector<std::string> commands);
   ProposeResult ProposeConfChange(const ConfChange& change);
@@ -116,6 +117,7 @@ class Raft {
   StepResult StepCandidate(const Message& m);
   StepResult StepFollower(const Message& m);
   void TickElection();
+  [[nodiscard]] bool HeldAfterStall(std::int64_t elapsed, std::int64_t timeout) const;
   void TickHeartbeat();
   void Send(Message m);
   template <typename... Args>
@@ -209,6 +211,8 @@ class Raft {
   // floor is lowered (the last leader contact was answered with the old one) and at boot
   // (Config::boot_withhold_ticks).
   std::int64_t hold_until_tick_ = 0;
+  // After a replay of missed ticks (CatchUp): elections and check-quorum wait until this tick.
+  std::int64_t stall_hold_until_tick_ = 0;
   std::int64_t last_leader_message_tick_ = -1;
   NodeId last_leader_from_;  // sender and term of that message: gaps are measured per leader term
   Term last_leader_term_;

@@ -112,16 +112,28 @@ void RaftDriver::OnTick() {
 // The core's tick count must never fall behind the monotonic clock by more than a tick: the
 // leader lease is measured in ticks, so a leader whose loop was paused (SIGSTOP, a stall, a late
 // timer) would otherwise believe in a lease that expired in real time (raft/DESIGN.md §4). Missed
-// ticks are therefore replayed before the timer's own tick and before every lease decision.
+// ticks are therefore replayed before the timer's own tick and before every lease decision, as a
+// catch-up (Node::CatchUp): the peers' messages that arrived during the pause are still queued,
+// so the core holds elections and check-quorum until they and a fresh heartbeat round are in.
 // Replaying is capped: after max election timeout + jitter + 1 ticks every timer and the lease
 // have run out, and further ticks change nothing but would flood the peers with heartbeats.
+namespace {
+constexpr std::int64_t kLateTimerTicks = 2;
+}  // namespace
+
 void RaftDriver::CatchUpTicks() {
   auto due = static_cast<std::int64_t>((Now() - tick_epoch_) / options_.tick);
   std::int64_t missing = due - ticks_done_;
   if (missing <= 0) return;
   const std::int64_t cap =
       options_.raft.max_election_timeout_ticks + options_.raft.election_jitter_ticks + 1;
-  for (std::int64_t i = 0; i < std::min(missing, cap); ++i) node_->Tick();
+  // One tick is the timer's own, two a timer a little late; more means this loop was paused:
+  // replay them as a catch-up.
+  if (missing <= kLateTimerTicks) {
+    for (std::int64_t i = 0; i < missing; ++i) node_->Tick();
+  } else {
+    node_->CatchUp(std::min(missing, cap));
+  }
   ticks_done_ = due;
 }
 

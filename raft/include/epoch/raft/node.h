@@ -138,6 +138,13 @@ class Node {
 
   // One tick of the driver's monotonic clock.
   void Tick();
+  // `ticks` ticks the driver's loop missed (it was paused or starved) and replays now. Their
+  // timers and the leader lease run out as ticks always do, but the messages that arrived during
+  // the pause are not stepped yet, so the silence they show is partly this node's own: elections
+  // and the leader's check-quorum wait a heartbeat interval after the replay (at most one more
+  // election timeout in all), for those messages and a fresh heartbeat round. Liveness only: the
+  // lease and every safety decision count the replayed ticks in full.
+  void CatchUp(std::int64_t ticks);
   // A message from a peer. Never throws; malformed or irrelevant messages are ignored.
   StepResult Step(const Message& message);
 
