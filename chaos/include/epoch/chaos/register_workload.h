@@ -1,5 +1,7 @@
 // RegisterWorkload: clients doing put / get / cas / delete with unique values over many keys,
-// recorded as a history for the linearizability checker (tests/lincheck, KvModel).
+// recorded as a history for the linearizability checker (tests/lincheck, KvModel) and, with the
+// revisions the server returned (header revision; each read kv's create/mod revision and
+// version), for the revision checker (tests/lincheck, CheckRevisions).
 //
 // Keys are "<prefix>g<generation>-k<index>": `keys` keys per generation, a new generation every
 // `key_generation`.
@@ -26,11 +28,13 @@
 #include <vector>
 
 #include "epoch/lincheck/kv_model.h"
+#include "epoch/lincheck/revision_checker.h"
 #include "epoch/status.h"
 
 namespace epoch::chaos {
 
 using KvOp = lincheck::Operation<lincheck::KvInput, lincheck::KvOutput>;
+using lincheck::RevOp;
 
 struct RegisterOptions {
   std::vector<std::string> endpoints;
@@ -53,6 +57,7 @@ struct RegisterReport {
   std::uint64_t read_fail = 0;  // failed reads (dropped)
   std::uint64_t serializable = 0;
   lincheck::CheckResult lin;           // verdict of the linearizability check
+  lincheck::RevisionCheckResult rev;   // the revision check (serializable reads included)
   std::string serializable_violation;  // empty when every serializable read was plausible
 };
 
@@ -67,7 +72,8 @@ class RegisterWorkload {
   [[nodiscard]] std::uint64_t completed() const { return completed_.load(); }
   // Writes (put, cas, delete) acknowledged so far (any thread).
   [[nodiscard]] std::uint64_t completed_writes() const { return completed_writes_.load(); }
-  // Checks the recorded history (after Stop). A spent budget is a failure (verdict kUnknown).
+  // Checks the recorded history (after Stop): linearizability (a spent budget is a failure,
+  // verdict kUnknown), revisions, and serializable reads.
   [[nodiscard]] RegisterReport Check(std::chrono::milliseconds budget) const;
   // The history, one operation per line, for a failing iteration's evidence.
   [[nodiscard]] std::string Dump() const;
@@ -76,8 +82,9 @@ class RegisterWorkload {
   struct Recorded {
     std::vector<KvOp> ops;
     std::vector<KvOp> serializable_reads;
+    std::vector<RevOp> rev_ops;  // every operation of ops and serializable_reads, with revisions
     std::vector<std::string> written;                    // every value this client tried to write
-    std::map<std::size_t, std::string> unknown_reasons;  // index in ops -> the client's error
+    std::map<std::size_t, std::string> unknown_reasons;  // index in rev_ops -> the client's error
     std::uint64_t unknown = 0;
     std::uint64_t read_fail = 0;
   };
