@@ -39,12 +39,22 @@ struct Attempt {
   bool known = false;  // the outcome is known (for a read: it succeeded)
   bool is_read = false;
   bool serializable = false;
-  std::string error;  // why the outcome is unknown (or the read failed)
+  bool group = false;  // a group operation: in `rev` only
+  std::string error;   // why the outcome is unknown (or the read failed)
 };
 
 lincheck::RevOutput Header(const etcdserverpb::ResponseHeader& h) {
   lincheck::RevOutput out;
   out.header_revision = h.revision();
+  return out;
+}
+
+lincheck::RevOutput RangeOutput(const etcdserverpb::RangeResponse& r) {
+  lincheck::RevOutput out = Header(r.header());
+  for (const mvccpb::KeyValue& kv : r.kvs()) {
+    out.kvs.push_back(
+        {kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.version()});
+  }
   return out;
 }
 
@@ -75,11 +85,7 @@ void DoGet(client::Client& c, const std::string& key, bool serializable, Attempt
     return;
   }
   a->op.output = ReadOutput(*r);
-  a->rev.output = Header(r->header());
-  for (const mvccpb::KeyValue& kv : r->kvs()) {
-    a->rev.output.kvs.push_back(
-        {kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.version()});
-  }
+  a->rev.output = RangeOutput(*r);
 }
 
 // A compare-and-set: put `value` if the key holds `expected` (nullopt: if it does not exist).
@@ -127,6 +133,74 @@ void DoDelete(client::Client& c, const std::string& key, Attempt* a) {
   a->op.output = KvOutput::Ok(r->deleted() > 0);
   a->rev.output = Header(r->header());
   a->rev.output.deleted = r->deleted();
+}
+
+// Group operations: on the keys "<group>0".."<group>3", recorded for the revision checker only
+// (the KvModel cannot express them). A txn puts two of the keys at one revision; a delete removes
+// the whole group; a range reads it whole.
+void DoGroupTxn(client::Client& c, const std::string& k1, const std::string& k2,
+                const std::string& value, Attempt* a) {
+  etcdserverpb::TxnRequest txn;
+  for (const std::string* k : {&k1, &k2}) {
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(*k);
+    put->set_value(value + *k);
+  }
+  a->rev.input = lincheck::RevInput::Txn(
+      {}, {lincheck::RevMutation::Put(k1, value + k1), lincheck::RevMutation::Put(k2, value + k2)});
+  auto r = c.Txn(txn);
+  a->known = r.ok();
+  if (!a->known) {
+    a->error = r.status().ToString();
+    return;
+  }
+  a->rev.output = Header(r->header());
+  a->rev.output.succeeded = r->succeeded();
+}
+
+void DoGroupDelete(client::Client& c, const std::string& group, Attempt* a) {
+  etcdserverpb::DeleteRangeRequest req;
+  req.set_key(group);
+  req.set_range_end(client::PrefixRangeEnd(group));
+  a->rev.input = lincheck::RevInput::DeleteRange(group, req.range_end());
+  auto r = c.DeleteRange(req);
+  a->known = r.ok();
+  if (!a->known) {
+    a->error = r.status().ToString();
+    return;
+  }
+  a->rev.output = Header(r->header());
+  a->rev.output.deleted = r->deleted();
+}
+
+void DoGroupRange(client::Client& c, const std::string& group, Attempt* a) {
+  a->is_read = true;
+  etcdserverpb::RangeRequest req;
+  req.set_key(group);
+  req.set_range_end(client::PrefixRangeEnd(group));
+  a->rev.input = lincheck::RevInput::Range(group, req.range_end());
+  auto r = c.Range(req);
+  a->known = r.ok();
+  if (!a->known) {
+    a->error = r.status().ToString();
+    return;
+  }
+  a->rev.output = RangeOutput(*r);
+}
+
+void DoGroupOp(client::Client& c, const std::string& group, const std::string& value,
+               std::mt19937_64& rng, Attempt* a) {
+  a->group = true;
+  int dice = std::uniform_int_distribution<int>(0, 9)(rng);
+  if (dice < 4) {
+    int i = std::uniform_int_distribution<int>(0, 3)(rng);
+    int j = (i + std::uniform_int_distribution<int>(1, 3)(rng)) % 4;
+    DoGroupTxn(c, fmt::format("{}{}", group, i), fmt::format("{}{}", group, j), value, a);
+  } else if (dice < 6) {
+    DoGroupDelete(c, group, a);
+  } else {
+    DoGroupRange(c, group, a);
+  }
 }
 
 }  // namespace
@@ -182,7 +256,9 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
     Attempt a;
     a.op.client_id = a.rev.client_id = client_id;
     a.op.call_time = a.rev.call_time = MonotonicNs();
-    if (dice < 35) {
+    if (std::uniform_int_distribution<int>(0, 99)(rng) < options_.group_percent) {
+      DoGroupOp(c, fmt::format("{}g{}-m", options_.prefix, generation), value, rng, &a);
+    } else if (dice < 35) {
       out->written.push_back(value);
       DoPut(c, key, value, &a);
     } else if (dice < 75) {  // linearizable, or serializable (recorded apart)
@@ -200,7 +276,9 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
     bool known = a.known;
     if (known) {
       a.op.return_time = a.rev.return_time = MonotonicNs();
-      (a.serializable ? out->serializable_reads : out->ops).push_back(std::move(a.op));
+      if (!a.group) {
+        (a.serializable ? out->serializable_reads : out->ops).push_back(std::move(a.op));
+      }
       out->rev_ops.push_back(std::move(a.rev));
       completed_.fetch_add(1);
       if (!a.is_read) completed_writes_.fetch_add(1);
@@ -209,9 +287,11 @@ void RegisterWorkload::RunClient(int index, Recorded* out) {
     } else {
       a.op.return_time = a.rev.return_time = lincheck::kNeverReturned;
       out->unknown_reasons[out->rev_ops.size()] = std::move(a.error);
-      out->ops.push_back(std::move(a.op));
       out->rev_ops.push_back(std::move(a.rev));
-      ++out->unknown;
+      if (!a.group) {
+        out->ops.push_back(std::move(a.op));
+        ++out->unknown;
+      }
     }
     // Pacing of the load, not a wait for a condition. After a failure the client backs off like a
     // real one: right after a leader dies, followers can fail forwarded writes at once ("request

@@ -1,10 +1,12 @@
 // RegisterWorkload: clients doing put / get / cas / delete with unique values over many keys,
 // recorded as a history for the linearizability checker (tests/lincheck, KvModel) and, with the
 // revisions the server returned (header revision; each read kv's create/mod revision and
-// version), for the revision checker (tests/lincheck, CheckRevisions).
+// version), for the revision checker (tests/lincheck, CheckRevisions). A share of the operations
+// are multi-key txns, range deletes and range reads over a few group keys, which only the
+// revision checker sees.
 //
 // Keys are "<prefix>g<generation>-k<index>": `keys` keys per generation, a new generation every
-// `key_generation`.
+// `key_generation`; group keys are "<prefix>g<generation>-m<0..3>".
 //
 // Each client thread has its own epoch::client::Client whose preferred endpoint differs (writes
 // and linearizable reads reach followers too, which forward them). Linearizable reads are served
@@ -49,11 +51,15 @@ struct RegisterOptions {
   // long partition with many unknown-outcome writes makes the search exponential.
   std::chrono::milliseconds key_generation{2000};
   std::uint64_t seed = 1;
+  // Share of operations (percent) on the generation's group keys "<prefix>g<generation>-m0..3":
+  // a txn putting two of them, a DeleteRange of the group, a Range of the group. Only the
+  // revision checker sees these (the KvModel is per key).
+  int group_percent = 10;
 };
 
 struct RegisterReport {
   std::uint64_t ok = 0;         // operations with a known outcome
-  std::uint64_t unknown = 0;    // writes recorded as never returned
+  std::uint64_t unknown = 0;    // writes recorded as never returned (group writes not counted)
   std::uint64_t read_fail = 0;  // failed reads (dropped)
   std::uint64_t serializable = 0;
   lincheck::CheckResult lin;           // verdict of the linearizability check
