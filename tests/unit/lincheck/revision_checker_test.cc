@@ -100,6 +100,22 @@ TEST_CASE("revisions: an unobserved unknown-outcome write may fill a gap, or not
   CHECK(Run(created).Ok());
 }
 
+TEST_CASE("revisions: an unobserved put relaxes only what it could have changed",
+          "[lincheck][revision]") {
+  std::vector<std::vector<RevKeyValue>> wrong = {
+      {Kv("x", "b", 2, 4, 1)},  // version below the replay's: a put only raises it
+      {Kv("x", "b", 3, 4, 2)},  // created later than the replay's: a put only makes it earlier
+      {Kv("x", "a", 2, 2, 1)},  // stale value
+      {},                       // a put cannot delete
+  };
+  for (const auto& kvs : wrong) {
+    RevHistoryBuilder h;
+    h.Put(0, 10, "x", "a", 2).UnknownPut(20, "x", "u").Put(30, 40, "x", "b", 4);
+    h.Get(50, 60, "x", 4, kvs);
+    CHECK(Rules(Run(h)) == Only(kRuleRangeState));
+  }
+}
+
 TEST_CASE("revisions: an unknown-outcome delete makes its key's presence uncertain",
           "[lincheck][revision]") {
   RevHistoryBuilder h;
