@@ -24,9 +24,9 @@ using std::chrono::milliseconds;
 using test_support::Eventually;
 using test_support::kProcessPoll;
 
-constexpr std::array<const char*, 8> kCheckers = {"linearizability", "serializable", "watch",
-                                                  "fencing",         "convergence",  "recovery",
-                                                  "crash",           "setup"};
+constexpr std::array<const char*, 9> kCheckers = {"linearizability", "revision", "serializable",
+                                                  "watch",           "fencing",  "convergence",
+                                                  "recovery",        "crash",    "setup"};
 
 struct Totals {
   int rounds = 0;
@@ -249,6 +249,7 @@ void Round::Finish(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
               fmt::format("verdict {} in partition {}: {}", lincheck::VerdictName(rr.lin.verdict),
                           rr.lin.failing_partition, rr.lin.description));
   }
+  if (!rr.rev.Ok()) Violation("revision", rr.rev.Describe());
   if (!rr.serializable_violation.empty()) Violation("serializable", rr.serializable_violation);
   FencingReport fr = locks.Check();
   t_.commits += fr.commits;
@@ -263,10 +264,11 @@ void Round::Finish(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
   t_.lease_reads += cc.SumMetric("epoch_reads_lease_total");
   t_.read_index_reads += cc.SumMetric("epoch_reads_read_index_total");
   Log(
-      fmt::format("checked: {} ops ({} unknown), {} serializable reads, {} fenced commits "
-                  "({} stale rejections), converged: {}",
-                  rr.lin.operations, rr.unknown, rr.serializable, fr.commits, fr.stale_rejections,
-                  detail.empty() ? "no" : detail));
+      fmt::format("checked: {} ops ({} unknown), {} serializable reads, {} writes with revisions "
+                  "({} unknown-outcome writes observed), {} fenced commits ({} stale rejections), "
+                  "converged: {}",
+                  rr.lin.operations, rr.unknown, rr.serializable, rr.rev.writes, rr.rev.observed,
+                  fr.commits, fr.stale_rejections, detail.empty() ? "no" : detail));
 }
 
 void Round::KeepEvidence(ChaosCluster& cc, RegisterWorkload& reg, WatchWorkload& watch) {

@@ -328,6 +328,9 @@ TEST_CASE("grow 3 -> 5 and shrink 5 -> 3 under a write load: the history is line
   epoch::chaos::RegisterReport report = load.Check(std::chrono::milliseconds(60'000));
   INFO(report.lin.description);
   CHECK(report.lin.Ok());
+  INFO(report.rev.Describe());
+  CHECK(report.rev.Ok());
+  CHECK(report.rev.writes > 50);
   CHECK(report.serializable_violation.empty());
   CHECK(report.ok > 100);
   std::string detail;

@@ -1,8 +1,12 @@
 // RegisterWorkload: clients doing put / get / cas / delete with unique values over many keys,
-// recorded as a history for the linearizability checker (tests/lincheck, KvModel).
+// recorded as a history for the linearizability checker (tests/lincheck, KvModel) and, with the
+// revisions the server returned (header revision; each read kv's create/mod revision and
+// version), for the revision checker (tests/lincheck, CheckRevisions). A share of the operations
+// are multi-key txns, range deletes and range reads over a few group keys, which only the
+// revision checker sees.
 //
 // Keys are "<prefix>g<generation>-k<index>": `keys` keys per generation, a new generation every
-// `key_generation`.
+// `key_generation`; group keys are "<prefix>g<generation>-m<0..3>".
 //
 // Each client thread has its own epoch::client::Client whose preferred endpoint differs (writes
 // and linearizable reads reach followers too, which forward them). Linearizable reads are served
@@ -26,11 +30,13 @@
 #include <vector>
 
 #include "epoch/lincheck/kv_model.h"
+#include "epoch/lincheck/revision_checker.h"
 #include "epoch/status.h"
 
 namespace epoch::chaos {
 
 using KvOp = lincheck::Operation<lincheck::KvInput, lincheck::KvOutput>;
+using lincheck::RevOp;
 
 struct RegisterOptions {
   std::vector<std::string> endpoints;
@@ -45,14 +51,19 @@ struct RegisterOptions {
   // long partition with many unknown-outcome writes makes the search exponential.
   std::chrono::milliseconds key_generation{2000};
   std::uint64_t seed = 1;
+  // Share of operations (percent) on the generation's group keys "<prefix>g<generation>-m0..3":
+  // a txn putting two of them, a DeleteRange of the group, a Range of the group. Only the
+  // revision checker sees these (the KvModel is per key).
+  int group_percent = 10;
 };
 
 struct RegisterReport {
   std::uint64_t ok = 0;         // operations with a known outcome
-  std::uint64_t unknown = 0;    // writes recorded as never returned
+  std::uint64_t unknown = 0;    // writes recorded as never returned (group writes not counted)
   std::uint64_t read_fail = 0;  // failed reads (dropped)
   std::uint64_t serializable = 0;
   lincheck::CheckResult lin;           // verdict of the linearizability check
+  lincheck::RevisionCheckResult rev;   // the revision check (serializable reads included)
   std::string serializable_violation;  // empty when every serializable read was plausible
 };
 
@@ -67,7 +78,8 @@ class RegisterWorkload {
   [[nodiscard]] std::uint64_t completed() const { return completed_.load(); }
   // Writes (put, cas, delete) acknowledged so far (any thread).
   [[nodiscard]] std::uint64_t completed_writes() const { return completed_writes_.load(); }
-  // Checks the recorded history (after Stop). A spent budget is a failure (verdict kUnknown).
+  // Checks the recorded history (after Stop): linearizability (a spent budget is a failure,
+  // verdict kUnknown), revisions, and serializable reads.
   [[nodiscard]] RegisterReport Check(std::chrono::milliseconds budget) const;
   // The history, one operation per line, for a failing iteration's evidence.
   [[nodiscard]] std::string Dump() const;
@@ -76,8 +88,9 @@ class RegisterWorkload {
   struct Recorded {
     std::vector<KvOp> ops;
     std::vector<KvOp> serializable_reads;
+    std::vector<RevOp> rev_ops;  // every operation of ops and serializable_reads, with revisions
     std::vector<std::string> written;                    // every value this client tried to write
-    std::map<std::size_t, std::string> unknown_reasons;  // index in ops -> the client's error
+    std::map<std::size_t, std::string> unknown_reasons;  // index in rev_ops -> the client's error
     std::uint64_t unknown = 0;
     std::uint64_t read_fail = 0;
   };
