@@ -345,6 +345,30 @@ TEST_CASE("lease manager: expiry checks read only the leases whose deadline pass
   CHECK(stats.expiry_visits < 300);
 }
 
+// A mass expiry is spread over checks (etcd's revoke rate): each revoke is an entry every member
+// applies, and 30k of them at once starved the followers into elections.
+TEST_CASE("lease manager: a mass expiry revokes at most revokes_per_check leases per check",
+          "[server][lease][manager]") {
+  LeaseNode node;
+  const std::size_t cap = LeaseOptions{}.revokes_per_check;
+  // The default rate is etcd's leaseRevokeRate: 1,000 revokes a second.
+  CHECK(cap * static_cast<std::size_t>(1000ms / LeaseOptions{}.expiry_check_interval) <= 1000);
+  const int count = static_cast<int>(3 * cap);
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(node.Grant(500).id());
+  const LeaseStats before = node.leases().Stats();
+  node.Jump(700ms);
+  bool capped = true;
+  REQUIRE(Eventually([&] {
+    const LeaseStats s = node.leases().Stats();
+    // Counted after each revoke applied; the checks before each proposal.
+    capped = capped && s.expired - before.expired <= cap * (s.expiry_scans - before.expiry_scans);
+    return s.expired - before.expired == static_cast<std::uint64_t>(count);
+  }));
+  CHECK(capped);
+  for (std::int64_t id : ids) CHECK(!node.Lease(id).has_value());
+}
+
 TEST_CASE("lease manager: an idle leader's clock ticks reach the log", "[server][lease][manager]") {
   LeaseNode node;
   const std::int64_t before = node.store().ClusterTimeMs();
