@@ -158,6 +158,8 @@ class Raft {
   void HandleHeartbeatResponse(const Message& m, Progress& pr);
   void AppendAsLeader(std::vector<Entry> entries);
   [[nodiscard]] bool QuorumActive() const;
+  // Whether a voter other than this node acknowledged an entry past `index` (durably stored).
+  [[nodiscard]] bool OtherVoterDurablePast(LogIndex index) const;
   [[nodiscard]] Progress& SelfProgress();
   void ResetProgress();
   void CheckDurabilityStall();

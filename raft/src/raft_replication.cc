@@ -261,6 +261,15 @@ bool Raft::QuorumActive() const {
   return active >= MajorityOf(conf_.voters.size());
 }
 
+bool Raft::OtherVoterDurablePast(LogIndex index) const {
+  for (NodeId voter : conf_.voters) {
+    if (voter == id_) continue;
+    auto it = progress_.find(voter);
+    if (it != progress_.end() && it->second.match > index) return true;
+  }
+  return false;
+}
+
 void Raft::CheckDurabilityStall() {
   if (log_.LastIndex() <= SelfProgress().match) {
     durability_stall_elapsed_ = 0;
@@ -268,7 +277,11 @@ void Raft::CheckDurabilityStall() {
   }
   if (++durability_stall_elapsed_ < config_.durability_stall_ticks) return;
   // Leadership follows durable progress (docs/timing-and-safety.md §6). A leader whose WAL cannot
-  // sync keeps followers from electing a healthy node while committing nothing itself.
+  // sync keeps followers from electing a healthy node while committing nothing itself. But if no
+  // voter has made durable what this one could not, every disk is slow (shared, or the whole
+  // machine saturated): an election would wait on the same fsyncs, so keep leading until a
+  // healthier voter shows itself.
+  if (!OtherVoterDurablePast(SelfProgress().match)) return;
   Log(LogLevel::kWarning, "own log not durable past {} for {} ticks (last {}): stepping down",
       SelfProgress().match, durability_stall_elapsed_, log_.LastIndex());
   BecomeFollower(term_, kNoNode);

@@ -229,6 +229,29 @@ TEST_CASE("durability stall: a leader whose own disk does not progress steps dow
   }
 }
 
+TEST_CASE("durability stall: with every disk stalled the leader keeps leading",
+          "[raft][durability]") {
+  TestCluster c(3, [](Config& k) { k.check_quorum = false; });
+  c.BootAndElect(1);
+  Node& leader = c.node(1);
+  const int bound = static_cast<int>(c.at(1).config.durability_stall_ticks);
+  REQUIRE(leader.Propose({"x"}).ok());
+  // The leader sends; neither its fsync nor the followers' completes (one saturated disk).
+  Ready rd = leader.GetReady();
+  for (Message& m : rd.messages) c.queue().push_back(m);
+  c.DeliverQueued();
+  for (int i = 0; i < 2 * bound; ++i) leader.Tick();
+  CHECK(leader.role() == Role::kLeader);  // nobody is healthier: an election would wait too
+  // One follower's disk completes: it acknowledges what the leader could not make durable.
+  c.Process(2);
+  for (Message& m : c.queue()) {
+    if (m.to == NodeId(1)) leader.Step(m);
+  }
+  c.queue().clear();
+  leader.Tick();
+  CHECK(leader.role() == Role::kFollower);
+}
+
 TEST_CASE("unreachable peer: replication falls back to probing", "[raft][flow]") {
   TestCluster c(3);
   c.BootAndElect(1);

@@ -13,7 +13,9 @@
 //     keep-alive reaching the leader is added to the batch on the calling thread (no task on the
 //     strand per keep-alive), and a batch's answers are delivered on a read-pool thread, so that
 //     thousands of keep-alive streams cost the strand one flush per window, not one task and one
-//     gRPC write per keep-alive;
+//     gRPC write per keep-alive. A follower that knows its leader forwards a keep-alive from the
+//     calling thread too; only a follower without a leader, or a leader stepping down, hands it
+//     to the strand;
 //   - every expiry_check_interval the leader proposes a revoke for each lease whose deadline
 //     passed; the state machine deletes its keys in one revision. A lease is never renewed and
 //     revoked at once (LeaseInFlight explains the race this closes). A check reads only the
@@ -154,6 +156,8 @@ class LeaseManager {
   void Publish();
   [[nodiscard]] etcdserverpb::ResponseHeader CaptureHeader() const;
   void Forward(LeaseId id, KeepAliveCallback done);
+  // Whether Stop() has not closed the keep-alive intake yet.
+  bool IntakeOpen();
 
   NodeContext& node_;
   const LeaseOptions options_;
