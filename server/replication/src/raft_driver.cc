@@ -99,6 +99,13 @@ void RaftDriver::ScheduleTick() {
 }
 
 void RaftDriver::OnTick() {
+  const auto late = std::max(Now() - next_tick_, std::chrono::steady_clock::duration(0));
+  tick_delay_.Observe(late);
+  if (late > kLateTick) {
+    SPDLOG_WARN("raft loop stalled: tick ran {} ms late node={:x} term={} applied={}",
+                std::chrono::duration_cast<std::chrono::milliseconds>(late).count(),
+                options_.raft.id, node_->term(), state_machine_.AppliedIndex());
+  }
   CatchUpTicks();
   MaybeHandleReady();
   PublishStatus();
@@ -389,7 +396,9 @@ void RaftDriver::ApplyCommitted(std::span<const raft::Entry> entries) {
   const auto apply_start = Now();
   std::vector<ApplyOutcome> outcomes =
       fresh.empty() ? std::vector<ApplyOutcome>{} : state_machine_.Apply(fresh);
-  if (Now() - apply_start > kSlowApply) ++counters_.slow_applies;
+  const auto apply_time = Now() - apply_start;
+  apply_latency_.Observe(apply_time);
+  if (apply_time > kSlowApply) ++counters_.slow_applies;
   for (std::size_t i = 0; i < fresh.size(); ++i) {
     auto it = pending_proposals_.find(fresh[i].index);
     if (it == pending_proposals_.end()) continue;
@@ -578,6 +587,13 @@ void RaftDriver::RenderMetrics(MetricsText& m) const {
             s.read_index_reads);
   m.Counter("epoch_read_index_requests_total",
             "ReadIndex rounds (the reads that queue together share one).", s.read_index_requests);
+  m.Histogram("epoch_raft_tick_delay_seconds",
+              "How late each Raft tick ran after it was due: the driver's strand was busy or its "
+              "thread had no CPU.",
+              tick_delay_);
+  m.Histogram("epoch_raft_apply_seconds",
+              "Time to apply each batch of committed entries on the driver's strand.",
+              apply_latency_);
 }
 
 }  // namespace epoch::server

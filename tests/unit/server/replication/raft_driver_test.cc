@@ -289,6 +289,41 @@ TEST_CASE("driver: an apply slower than kSlowApply is counted", "[server][driver
   CHECK(counted);
 }
 
+// The value of one sample line `name` of the driver's /metrics text (0 if absent).
+double MetricValue(const RaftDriver& driver, const std::string& name) {
+  std::string text;
+  MetricsText m(&text);
+  driver.RenderMetrics(m);
+  const std::string prefix = name + " ";
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(pos, prefix.size(), prefix) == 0) {
+      return std::stod(text.substr(pos + prefix.size(), end - pos - prefix.size()));
+    }
+    pos = end + 1;
+  }
+  return 0;
+}
+
+// epoch_raft_tick_delay_seconds: a tick that runs late (here: the member's clock jumps 300 ms,
+// as when its strand was blocked that long) is counted above the 128 ms bucket.
+TEST_CASE("driver: a tick that runs late shows in the tick delay histogram",
+          "[server][driver][metrics]") {
+  Cluster c(1);
+  NodeId leader = c.WaitForLeader();
+  REQUIRE(leader != raft::kNoNode);
+  const RaftDriver& driver = *c.member(leader).driver;
+  auto late_ticks = [&driver] {
+    return MetricValue(driver, "epoch_raft_tick_delay_seconds_count") -
+           MetricValue(driver, "epoch_raft_tick_delay_seconds_bucket{le=\"0.128\"}");
+  };
+  const double before = late_ticks();
+  c.member(leader).clock_offset_ms += 300;
+  CHECK(Eventually([&] { return late_ticks() >= before + 1; }));
+  CHECK(MetricValue(driver, "epoch_raft_apply_seconds_count") >= 1);  // the leader's empty entry
+}
+
 // Reads queued on the strand before their request is made share one ReadIndex round, and each
 // of them still sees every write acknowledged before it was issued.
 TEST_CASE("driver: follower reads that queue together share one ReadIndex round",

@@ -119,6 +119,10 @@ class RaftDriver {
   // An apply of committed entries that takes longer is counted as slow (etcd's
   // warnApplyDuration, etcd_server_slow_apply_total).
   static constexpr std::chrono::milliseconds kSlowApply{100};
+  // A tick that runs this much after it was due is logged: the strand was blocked by a long
+  // handler or its thread got no CPU, and peers heard nothing from this member meanwhile (the
+  // election timeout floor is 150 ms by default).
+  static constexpr std::chrono::milliseconds kLateTick{100};
   using ProposeCallback = std::function<void(const Status&, const v1::InternalResponse&)>;
   // OK: the state machine has applied everything a linearizable read must see; serve it now.
   using ReadCallback = std::function<void(const Status&)>;
@@ -153,7 +157,8 @@ class RaftDriver {
   void ReportSnapshot(NodeId peer, bool ok);
 
   [[nodiscard]] DriverStatus status() const;
-  // The driver's part of /metrics: term, role, indexes, the adaptive timeout, proposals, reads.
+  // The driver's part of /metrics: term, role, indexes, the adaptive timeout, proposals, reads,
+  // the tick delay and apply latency histograms.
   void RenderMetrics(MetricsText& m) const;
   [[nodiscard]] NodeId id() const { return options_.raft.id; }
 
@@ -236,6 +241,10 @@ class RaftDriver {
     std::uint64_t proposals_failed = 0;
     std::uint64_t slow_applies = 0;
   } counters_;  // copied into status_ by PublishStatus()
+  // How late each tick ran after it was due, and how long each apply of committed entries took
+  // (any thread may render them): a stall of the strand shows in the first whatever its cause.
+  LatencyHistogram tick_delay_;
+  LatencyHistogram apply_latency_;
 
   // --- The lease, published by the strand for TryLeaseRead() on any thread. ---
   // Steady-clock nanoseconds before which the lease holds (0: no lease). Stored after
