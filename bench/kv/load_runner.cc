@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 namespace epoch::bench {
@@ -318,6 +319,22 @@ LoadResult RunPlan(const LoadOptions& opts, Connections& conns, const Plan& plan
 }
 
 }  // namespace
+
+std::vector<std::string> SplitEndpoints(const std::string& csv) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= csv.size()) {
+    std::size_t comma = csv.find(',', pos);
+    if (comma == std::string::npos) comma = csv.size();
+    std::string ep = csv.substr(pos, comma - pos);
+    for (std::string_view scheme : {"http://", "https://"}) {
+      if (ep.starts_with(scheme)) ep.erase(0, scheme.size());
+    }
+    if (!ep.empty()) out.push_back(ep);
+    pos = comma + 1;
+  }
+  return out;
+}
 
 double ProcessesCpuSeconds(const std::vector<int>& pids) {
   static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));

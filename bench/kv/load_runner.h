@@ -71,6 +71,10 @@ struct LoadResult {
 // them cannot be read.
 double ProcessesCpuSeconds(const std::vector<int>& pids);
 
+// "host:port,http://host:port,..." as host:port entries (an http:// or https:// scheme dropped,
+// empty entries skipped).
+std::vector<std::string> SplitEndpoints(const std::string& csv);
+
 // The gRPC channels and stubs, one per connection, created once for all phases.
 class Connections {
  public:

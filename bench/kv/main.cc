@@ -42,22 +42,6 @@ struct Flags {
   std::string user;        // etcdctl's --user name:password; empty: no auth
 };
 
-std::vector<std::string> SplitEndpoints(const std::string& csv) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= csv.size()) {
-    std::size_t comma = csv.find(',', pos);
-    if (comma == std::string::npos) comma = csv.size();
-    std::string ep = csv.substr(pos, comma - pos);
-    for (const char* scheme : {"http://", "https://"}) {
-      if (ep.starts_with(scheme)) ep.erase(0, std::string_view(scheme).size());
-    }
-    if (!ep.empty()) out.push_back(ep);
-    pos = comma + 1;
-  }
-  return out;
-}
-
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }

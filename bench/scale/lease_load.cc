@@ -26,6 +26,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using epoch::bench::ProcessesCpuSeconds;
+using epoch::bench::SplitEndpoints;
 
 struct Flags {
   std::string endpoints = "127.0.0.1:2379";
@@ -39,22 +40,6 @@ struct Flags {
   std::vector<int> server_pids;
   epoch::client::TlsOptions tls;
 };
-
-std::vector<std::string> SplitEndpoints(const std::string& csv) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= csv.size()) {
-    std::size_t comma = csv.find(',', pos);
-    if (comma == std::string::npos) comma = csv.size();
-    std::string ep = csv.substr(pos, comma - pos);
-    for (std::string_view scheme : {"http://", "https://"}) {
-      if (ep.starts_with(scheme)) ep.erase(0, scheme.size());
-    }
-    if (!ep.empty()) out.push_back(ep);
-    pos = comma + 1;
-  }
-  return out;
-}
 
 // What the keep-alive streams saw; shared by every stream's reader.
 struct Counters {

@@ -377,6 +377,43 @@ bool PrintVerdict(std::ostream& out, const PerfStats& s, const PerfLoad& load) {
   return ok;
 }
 
+// The clients of a check (at most kMaxClients) under `prefix`, which must hold no keys (etcdctl
+// refuses otherwise). Each Client connects (and learns whether the server keys writes) with a
+// put of a `key_bytes` key under the prefix before the measurement starts, as etcdctl's clients
+// are dialled before its workload starts; the check deletes the prefix at the end.
+std::pair<Status, int> OpenCheckPool(Ctl& ctl, std::size_t clients, const std::string& prefix,
+                                     std::size_t key_bytes,
+                                     std::vector<std::unique_ptr<client::Client>>* pool) {
+  for (std::size_t i = 0; i < std::min<std::size_t>(kMaxClients, clients); ++i) {
+    Result<std::unique_ptr<client::Client>> c = ctl.ClientFor(ctl.Endpoints());
+    if (!c.ok()) return {c.status(), 1};
+    pool->push_back(std::move(*c));
+  }
+  client::Client& first = *pool->front();
+  etcdserverpb::RangeRequest existing;
+  existing.set_key(prefix);
+  existing.set_range_end(client::PrefixRangeEnd(prefix));
+  existing.set_limit(1);
+  Result<etcdserverpb::RangeResponse> found = first.Range(existing, ctl.Call());
+  if (!found.ok()) return {found.status(), 1};
+  if (found->kvs_size() > 0) {
+    return {Status::InvalidArgument(
+                fmt::format("prefix {} has keys. Delete with etcdctl del --prefix {} first",
+                            GoQuote(prefix), prefix)),
+            kExitInvalidInput};
+  }
+  for (const std::unique_ptr<client::Client>& c : *pool) {
+    Result<etcdserverpb::PutResponse> warm =
+        c->Put(prefix + std::string(key_bytes, '\0'), "", LeaseId(0), ctl.Call());
+    if (!warm.ok()) {
+      std::int64_t ignored = 0;
+      (void)DeletePrefix(first, prefix, &ignored);
+      return {warm.status(), 1};
+    }
+  }
+  return {Status::Ok(), 0};
+}
+
 // The whole check; the exit code goes with the status (etcdctl's for each failure).
 std::pair<Status, int> RunCheckPerf(Ctl& ctl, const CheckPerfFlags& f) {
   const std::optional<PerfLoad> load = LoadNamed(f.load);
@@ -387,36 +424,11 @@ std::pair<Status, int> RunCheckPerf(Ctl& ctl, const CheckPerfFlags& f) {
   Result<int> seconds = DurationSeconds();
   if (!seconds.ok()) return {seconds.status(), 1};
   std::vector<std::unique_ptr<client::Client>> pool;
-  for (std::size_t i = 0; i < std::min<std::size_t>(kMaxClients, load->clients); ++i) {
-    Result<std::unique_ptr<client::Client>> c = ctl.ClientFor(ctl.Endpoints());
-    if (!c.ok()) return {c.status(), 1};
-    pool.push_back(std::move(*c));
+  if (auto failed = OpenCheckPool(ctl, load->clients, f.prefix, kKeyBytes, &pool);
+      !failed.first.ok()) {
+    return failed;
   }
   client::Client& first = *pool.front();
-  etcdserverpb::RangeRequest existing;
-  existing.set_key(f.prefix);
-  existing.set_range_end(client::PrefixRangeEnd(f.prefix));
-  existing.set_limit(1);
-  Result<etcdserverpb::RangeResponse> found = first.Range(existing, ctl.Call());
-  if (!found.ok()) return {found.status(), 1};
-  if (found->kvs_size() > 0) {
-    return {Status::InvalidArgument(
-                fmt::format("prefix {} has keys. Delete with etcdctl del --prefix {} first",
-                            GoQuote(f.prefix), f.prefix)),
-            kExitInvalidInput};
-  }
-
-  // Each Client connects (and learns whether the server keys writes) before the clock starts,
-  // as etcdctl's clients are dialled before its workload starts; the key goes with the prefix.
-  for (const std::unique_ptr<client::Client>& c : pool) {
-    Result<etcdserverpb::PutResponse> warm =
-        c->Put(f.prefix + std::string(kKeyBytes, '\0'), "", LeaseId(0), ctl.Call());
-    if (!warm.ok()) {
-      std::int64_t ignored = 0;
-      (void)DeletePrefix(first, f.prefix, &ignored);
-      return {warm.status(), 1};
-    }
-  }
   PerfRun run(ctl, f, *load, *seconds);
   Result<std::optional<PerfStats>> stats = run.Run(pool);
   std::int64_t revision = 0;
@@ -565,35 +577,11 @@ std::pair<Status, int> RunCheckDatascale(Ctl& ctl, const CheckDatascaleFlags& f)
   Result<std::int64_t> keys = DatascaleKeys(*load);
   if (!keys.ok()) return {keys.status(), 1};
   std::vector<std::unique_ptr<client::Client>> pool;
-  for (std::size_t i = 0; i < std::min<std::size_t>(kMaxClients, load->clients); ++i) {
-    Result<std::unique_ptr<client::Client>> c = ctl.ClientFor(ctl.Endpoints());
-    if (!c.ok()) return {c.status(), 1};
-    pool.push_back(std::move(*c));
+  if (auto failed = OpenCheckPool(ctl, load->clients, f.prefix, kDatascaleKeyBytes, &pool);
+      !failed.first.ok()) {
+    return failed;
   }
   client::Client& first = *pool.front();
-  etcdserverpb::RangeRequest existing;
-  existing.set_key(f.prefix);
-  existing.set_range_end(client::PrefixRangeEnd(f.prefix));
-  existing.set_limit(1);
-  Result<etcdserverpb::RangeResponse> found = first.Range(existing, ctl.Call());
-  if (!found.ok()) return {found.status(), 1};
-  if (found->kvs_size() > 0) {
-    return {Status::InvalidArgument(
-                fmt::format("prefix {} has keys. Delete with etcdctl del --prefix {} first",
-                            GoQuote(f.prefix), f.prefix)),
-            kExitInvalidInput};
-  }
-  // Each Client connects (and learns whether the server keys writes) before the measurement;
-  // the key goes with the prefix.
-  for (const std::unique_ptr<client::Client>& c : pool) {
-    Result<etcdserverpb::PutResponse> warm =
-        c->Put(f.prefix + std::string(kDatascaleKeyBytes, '\0'), "", LeaseId(0), ctl.Call());
-    if (!warm.ok()) {
-      std::int64_t ignored = 0;
-      (void)DeletePrefix(first, f.prefix, &ignored);
-      return {warm.status(), 1};
-    }
-  }
   const std::string endpoint = ctl.Endpoints().front();
   // etcdctl's FAIL lines exit 1 without an error line. Unlike etcdctl, the keys written are
   // deleted first (quietly: no compaction or defragmentation).
