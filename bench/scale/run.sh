@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Epoch vs etcd scale curves (issue 31), one command:
+# Epoch vs etcd scale curves, one command:
 #
 #   bench/scale/run.sh --out DIR            keys and values curves (~25 minutes on 2 cores)
 #   bench/scale/run.sh --quick --out DIR    small sizes, 1 s cells: proves the suite runs (~1 min)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Epoch vs etcd scale curves (issue 31): how each cost grows with keys, value size, watchers.
+"""Epoch vs etcd scale curves: how each cost grows with keys, value size, watchers.
 
 Run through bench/scale/run.sh (README.md there). For every point of a curve it starts a fresh
 3-member Epoch cluster (deploy/local-cluster.sh) and a fresh 3-member etcd cluster
