@@ -196,6 +196,17 @@ TEST_CASE("snapshots: the follower's Ready carries the snapshot, before entries 
   c.node(3).Advance(rd);
 }
 
+// Node 1 is elected and proposes one entry; its driver sends the append to the followers but its
+// fsync does not complete: the Ready is returned, neither persisted nor advanced.
+Ready LeaderSendsWithoutFsync(TestCluster& c) {
+  c.BootAndElect(1);
+  REQUIRE(c.node(1).Propose({"x"}).ok());
+  Ready rd = c.node(1).GetReady();
+  for (Message& m : rd.messages) c.queue().push_back(m);
+  c.DeliverQueued();
+  return rd;
+}
+
 TEST_CASE("durability stall: a leader whose own disk does not progress steps down",
           "[raft][durability]") {
   // check_quorum off: with it, the silence of a stalled leader (its Ready is never advanced, so
@@ -203,14 +214,9 @@ TEST_CASE("durability stall: a leader whose own disk does not progress steps dow
   for (bool stalled : {true, false}) {
     CAPTURE(stalled);
     TestCluster c(3, [](Config& k) { k.check_quorum = false; });
-    c.BootAndElect(1);
     Node& leader = c.node(1);
     const int bound = static_cast<int>(c.at(1).config.durability_stall_ticks);
-    REQUIRE(leader.Propose({"x"}).ok());
-    // The leader's driver sends but its fsync does not complete.
-    Ready rd = leader.GetReady();
-    for (Message& m : rd.messages) c.queue().push_back(m);
-    c.DeliverQueued();
+    Ready rd = LeaderSendsWithoutFsync(c);
     c.ProcessAll();  // followers persist and answer
     for (Message& m : c.queue()) leader.Step(m);
     c.queue().clear();
@@ -232,14 +238,10 @@ TEST_CASE("durability stall: a leader whose own disk does not progress steps dow
 TEST_CASE("durability stall: with every disk stalled the leader keeps leading",
           "[raft][durability]") {
   TestCluster c(3, [](Config& k) { k.check_quorum = false; });
-  c.BootAndElect(1);
   Node& leader = c.node(1);
   const int bound = static_cast<int>(c.at(1).config.durability_stall_ticks);
-  REQUIRE(leader.Propose({"x"}).ok());
-  // The leader sends; neither its fsync nor the followers' completes (one saturated disk).
-  Ready rd = leader.GetReady();
-  for (Message& m : rd.messages) c.queue().push_back(m);
-  c.DeliverQueued();
+  // Nor do the followers' fsyncs complete (one saturated disk): they are never processed.
+  (void)LeaderSendsWithoutFsync(c);
   for (int i = 0; i < 2 * bound; ++i) leader.Tick();
   CHECK(leader.role() == Role::kLeader);  // nobody is healthier: an election would wait too
   // One follower's disk completes: it acknowledges what the leader could not make durable.
