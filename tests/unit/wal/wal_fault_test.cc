@@ -24,6 +24,17 @@ using testing::SnapshotDurably;
 
 constexpr const char* kDir = "/data/wal";
 
+// A WAL on `fs` with 2 KiB segments (a rollover every few frames) and no log output.
+std::unique_ptr<Wal> OpenSmallSegments(SimFileSystem& fs) {
+  Options options;
+  options.segment_bytes = 2048;
+  options.log = [](LogLevel, std::string_view) {};
+  auto opened = Wal::Open(fs, kDir, options);
+  INFO(opened.status().ToString());
+  REQUIRE(opened.ok());
+  return std::move(opened).value();
+}
+
 std::string SegPath(std::uint64_t seq) {
   return std::string(kDir) + "/" + format::SegmentFileName(seq);
 }
@@ -423,12 +434,7 @@ TEST_CASE("fault: after one failed sync nothing succeeds, and power loss keeps t
       SimFileSystem fs(seed);
       auto faults = std::make_shared<FaultInjector>();
       fs.SetFaultHook(faults);
-      Options options;
-      options.segment_bytes = 2048;
-      options.log = [](LogLevel, std::string_view) {};
-      auto opened = Wal::Open(fs, kDir, options);
-      REQUIRE(opened.ok());
-      std::unique_ptr<Wal> wal = std::move(opened).value();
+      std::unique_ptr<Wal> wal = OpenSmallSegments(fs);
       std::uint64_t next = 1;
       for (int i = 0; i < 3; ++i, next += 3) {
         REQUIRE(AppendDurably(*wal, MakeEntries(next, next + 2, 1, 100)).ok());
@@ -463,10 +469,7 @@ TEST_CASE("fault: after one failed sync nothing succeeds, and power loss keeps t
       (void)fs.CrashRandom(seed);
       wal.reset();
       fs.Restart();
-      auto reopened = Wal::Open(fs, kDir, options);
-      INFO(reopened.status().ToString());
-      REQUIRE(reopened.ok());
-      wal = std::move(reopened).value();
+      wal = OpenSmallSegments(fs);
       // Every acknowledged entry, intact and in order; beyond them only whole unacknowledged
       // frames of what was written (three entries per request).
       const std::uint64_t acked_last = 9 + 3 * acked;
@@ -487,12 +490,7 @@ TEST_CASE("fault: compaction's deletions survive power loss in any order the dis
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     INFO("seed " << seed);
     SimFileSystem fs(0, CrashModel{4096, 512, DirOpOrder::kAnySubset});
-    Options options;
-    options.segment_bytes = 2048;
-    options.log = [](LogLevel, std::string_view) {};
-    auto opened = Wal::Open(fs, kDir, options);
-    REQUIRE(opened.ok());
-    std::unique_ptr<Wal> wal = std::move(opened).value();
+    std::unique_ptr<Wal> wal = OpenSmallSegments(fs);
     for (std::uint64_t i = 1; i <= 120; i += 3) {
       REQUIRE(AppendDurably(*wal, MakeEntries(i, i + 2, 1, 100)).ok());
     }
@@ -502,11 +500,9 @@ TEST_CASE("fault: compaction's deletions survive power loss in any order the dis
     (void)fs.CrashRandom(seed);
     wal.reset();
     fs.Restart();
-    auto reopened = Wal::Open(fs, kDir, options);
-    INFO(reopened.status().ToString());
-    REQUIRE(reopened.ok());
-    CHECK((*reopened)->LastSnapshot().index == LogIndex(100));
-    CHECK((*reopened)->LastIndex() == LogIndex(120));
+    wal = OpenSmallSegments(fs);
+    CHECK(wal->LastSnapshot().index == LogIndex(100));
+    CHECK(wal->LastIndex() == LogIndex(120));
   }
 }
 
