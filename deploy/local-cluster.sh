@@ -267,8 +267,9 @@ cmd_add_node() {
     fi
     sleep 0.2
   done
+  local t1; t1=$(date +%s%N)
   wait_healthy
-  echo "n$1 added and promoted to voter in $((($(date +%s%N) - t0) / 1000000)) ms"
+  echo "n$1 added and promoted to voter in $(((t1 - t0) / 1000000)) ms"
 }
 
 cmd_remove_node() {

@@ -55,6 +55,8 @@ def parse_args():
     ap.add_argument("--settle", type=float, default=2.0,
                     help="seconds between loading and sampling memory and disk")
     ap.add_argument("--restart-timeout", type=float, default=120.0)
+    ap.add_argument("--catch-up-timeout", type=float, default=900.0,
+                    help="seconds a new member may take from member add to promotion (keys)")
     ap.add_argument("--port-offset", type=int, default=0)
     ap.add_argument("--systems", default="epoch,etcd")
     ap.add_argument("--workdir", help="cluster data and logs (default /tmp/epoch-scale.XXXX)")

@@ -13,6 +13,8 @@ import urllib.request
 from scalelib.proto import range_request
 from scalelib.util import ROOT, wait_gone
 
+MEMBERS_MAX = 9  # the scripts' highest member number, added members included
+
 
 def wait_serving_linearizable(endpoint, timeout_s):
     """CLOCK_BOOTTIME when endpoint first answers a linearizable Range, or None after timeout_s.
@@ -62,11 +64,36 @@ class Cluster:
     def endpoints(self):
         return [self.client_endpoint(i) for i in range(1, self.members + 1)]
 
-    def _script(self, *args, check=True):
+    def _script(self, *args, check=True, timeout=120):
+        """Runs the cluster script; its output goes to script.log and is returned."""
         os.makedirs(self.dir, exist_ok=True)
+        r = subprocess.run([self.script, *args], env=self.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
         with open(os.path.join(self.dir, "script.log"), "a") as out:
-            return subprocess.run([self.script, *args], env=self.env, stdout=out,
-                                  stderr=subprocess.STDOUT, check=check, timeout=120)
+            out.write(r.stdout)
+        if check:
+            r.check_returncode()
+        return r.stdout
+
+    def add_member(self, i, timeout_s):
+        """Adds member i at runtime (the script's add-node: member add --learner, start it on an
+        empty data dir with --initial-cluster-state existing, promote it once it caught up).
+        Returns the milliseconds the script measured from the accepted add to the promotion."""
+        limit = str(int(timeout_s))
+        self.env.update(EPOCH_PROMOTE_TIMEOUT=limit, ETCD_PROMOTE_TIMEOUT=limit)
+        out = self._script("add-node", str(i), timeout=timeout_s + 60)
+        m = re.search(r"promoted to voter in (\d+) ms", out)
+        if not m:
+            raise RuntimeError(f"add-node {i}: no promotion time in {out[-300:]!r}")
+        return int(m.group(1))
+
+    def remove_member(self, i):
+        """Removes member i (etcdctl member remove); it exits by itself, else SIGKILL."""
+        pid = self.pid(i)
+        self._script("remove-node", str(i))
+        if not wait_gone(pid, 5):
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(pid, 5)
 
     def pid(self, i):
         with open(self.pid_file(i)) as f:
@@ -82,7 +109,7 @@ class Cluster:
 
     def stop(self):
         pids = []
-        for i in range(1, self.members + 1):
+        for i in range(1, MEMBERS_MAX + 1):  # members added at runtime too
             try:
                 pids.append(self.pid(i))
             except FileNotFoundError:
@@ -101,14 +128,14 @@ class Cluster:
                 except ProcessLookupError:
                     pass
                 wait_gone(p, 5)
-        for i in range(1, self.members + 1):
+        for i in range(1, MEMBERS_MAX + 1):
             try:
                 os.remove(self.pid_file(i))
             except FileNotFoundError:
                 pass
 
     def drop_data(self):
-        for i in range(1, self.members + 1):
+        for i in range(1, MEMBERS_MAX + 1):
             shutil.rmtree(self.data_dir(i), ignore_errors=True)
 
     def stop_member(self, i):
