@@ -54,8 +54,43 @@ def _read_varint(buf, i):
         shift += 7
 
 
-def put_request(key, value):
-    return field(1, key) + field(2, value)
+def put_request(key, value, lease=0):
+    """PutRequest{key 1, value 2, lease 3}."""
+    return field(1, key) + field(2, value) + (varint(3 << 3) + varint(lease) if lease else b"")
+
+
+def prefix_end(prefix):
+    """The range_end that makes a request cover every key with this prefix."""
+    return prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+def range_count_request(key, range_end, revision=0):
+    """RangeRequest{key 1, range_end 2, revision 4, count_only 9}: linearizable, count only."""
+    rev = varint(4 << 3) + varint(revision) if revision else b""
+    return field(1, key) + field(2, range_end) + rev + varint(9 << 3) + varint(1)
+
+
+def range_at_request(key, revision):
+    """RangeRequest{key 1, revision 4} (0: the head), linearizable."""
+    return field(1, key) + (varint(4 << 3) + varint(revision) if revision else b"")
+
+
+def range_count(resp):
+    """RangeResponse.count (4)."""
+    return dict(pb_fields(resp)).get(4, 0)
+
+
+def lease_grant_request(ttl_s):
+    return varint(1 << 3) + varint(ttl_s)  # LeaseGrantRequest{TTL 1}
+
+
+def lease_id(resp):
+    return dict(pb_fields(resp)).get(2, 0)  # LeaseGrantResponse{ID 2}
+
+
+def compaction_request(revision, physical):
+    """CompactionRequest{revision 1, physical 2}."""
+    return varint(1 << 3) + varint(revision) + (varint(2 << 3) + varint(1) if physical else b"")
 
 
 def header_revision(resp):
@@ -66,8 +101,20 @@ def header_revision(resp):
     return 0
 
 
-def watch_create_request(key):
-    return field(1, field(1, key))  # WatchRequest.create_request{key}
+def watch_create_request(key, range_end=b""):
+    """WatchRequest.create_request{key 1, range_end 2}."""
+    return field(1, field(1, key) + (field(2, range_end) if range_end else b""))
+
+
+def watch_events(buf):
+    """[(type (0 put, 1 delete), key, mod_revision)] of a WatchResponse."""
+    events = []
+    for num, v in pb_fields(buf):
+        if num == 11:  # mvccpb.Event{type 1, kv 2}
+            ev = dict(pb_fields(v))
+            kv = dict(pb_fields(ev.get(2, b"")))
+            events.append((ev.get(1, 0), kv.get(1, b""), kv.get(3, 0)))
+    return events
 
 
 def watch_response(buf):
