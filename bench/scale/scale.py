@@ -20,6 +20,7 @@ import tempfile
 import time
 
 import curve_expiry
+import curve_history
 import curve_keys
 import curve_leases
 import curve_values
@@ -30,7 +31,8 @@ from scalelib.plots import pyplot
 from scalelib.util import ROOT, git_commit, loadavg, log, parse_sizes
 
 # In the order they run and are reported.
-CURVES = [curve_keys, curve_values, curve_watchers, curve_leases, curve_expiry]
+CURVES = [curve_keys, curve_values, curve_watchers, curve_leases, curve_expiry,
+          curve_history]
 
 
 def _interrupt(signum, frame):
@@ -54,6 +56,10 @@ def parse_args():
     ap.add_argument("--expire-leases", help="leases let expire at once (default 10k; quick 200)")
     ap.add_argument("--expiry-put-rate", type=float, default=50.0,
                     help="puts per second of the light writer during the lease expiry")
+    ap.add_argument("--history-revisions",
+                    help="revisions of the history curve (default 1m; quick 20k)")
+    ap.add_argument("--history-put-rate", type=float, default=50.0,
+                    help="puts per second of the light writer around the compaction")
     ap.add_argument("--duration", type=float, help="measured seconds per cell (8; quick 1)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds per cell (2; quick 0.5)")
     ap.add_argument("--settle", type=float, default=2.0,
@@ -71,6 +77,7 @@ def parse_args():
     args.values = parse_sizes(args.values or ("64kib" if q else "256,16kib,256kib,1mib"))
     args.watchers = parse_sizes(args.watchers or ("100" if q else "1,1k,10k"))
     args.leases = parse_sizes(args.leases or ("100" if q else "1k,10k,100k"))
+    args.history_revisions = parse_sizes(args.history_revisions or ("20k" if q else "1m"))
     args.expire_leases = parse_sizes(args.expire_leases or ("200" if q else "10k"))
     args.duration = args.duration if args.duration is not None else (1.0 if q else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (0.5 if q else 2.0)

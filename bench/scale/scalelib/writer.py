@@ -53,9 +53,14 @@ class PacedWriter:
                 self.samples.append((ts, None))
             i += 1
 
-    def summary(self, since=0.0, until=float("inf")):
-        """puts, errors, p50/p99/max ms of the puts sent in [since, until) (monotonic)."""
-        window = [ms for ts, ms in list(self.samples) if since <= ts < until]
+    def summary(self, since=0.0, until=float("inf"), overlap=False):
+        """puts, errors, p50/p99/max ms of the puts that ran within [since, until), or with
+        overlap of those that ran at any time in it (a put stalled across its start counts)."""
+        window = []
+        for ts, ms in list(self.samples):
+            done = ts + (ms or 0) / 1000
+            if (ts < until and done >= since) if overlap else (ts >= since and done < until):
+                window.append(ms)
         ok = [ms for ms in window if ms is not None]
         return {"puts": len(window), "errors": len(window) - len(ok),
                 "p50_ms": quantile(ok, 0.5), "p99_ms": quantile(ok, 0.99),
