@@ -23,6 +23,7 @@ import curve_expiry
 import curve_history
 import curve_keys
 import curve_leases
+import curve_members
 import curve_values
 import curve_watchers
 from scalelib.bench import Bench
@@ -32,7 +33,7 @@ from scalelib.util import ROOT, git_commit, loadavg, log, parse_sizes
 
 # In the order they run and are reported.
 CURVES = [curve_keys, curve_values, curve_watchers, curve_leases, curve_expiry,
-          curve_history]
+          curve_history, curve_members]
 
 
 def _interrupt(signum, frame):
@@ -60,6 +61,8 @@ def parse_args():
                     help="revisions of the history curve (default 1m; quick 20k)")
     ap.add_argument("--history-put-rate", type=float, default=50.0,
                     help="puts per second of the light writer around the compaction")
+    ap.add_argument("--members", help="cluster sizes of the members curve (default 3,5; quick 3)")
+    ap.add_argument("--members-keys", help="keys loaded in the members curve (10k; quick 2k)")
     ap.add_argument("--duration", type=float, help="measured seconds per cell (8; quick 1)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds per cell (2; quick 0.5)")
     ap.add_argument("--settle", type=float, default=2.0,
@@ -78,6 +81,8 @@ def parse_args():
     args.watchers = parse_sizes(args.watchers or ("100" if q else "1,1k,10k"))
     args.leases = parse_sizes(args.leases or ("100" if q else "1k,10k,100k"))
     args.history_revisions = parse_sizes(args.history_revisions or ("20k" if q else "1m"))
+    args.members = parse_sizes(args.members or ("3" if q else "3,5"))
+    args.members_keys = parse_sizes(args.members_keys or ("2k" if q else "10k"))[0]
     args.expire_leases = parse_sizes(args.expire_leases or ("200" if q else "10k"))
     args.duration = args.duration if args.duration is not None else (1.0 if q else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (0.5 if q else 2.0)

@@ -58,6 +58,11 @@ class Cluster:
         self.dir = os.path.join(self.workdir, tag, self.name)
         self.env[self.dir_env] = self.dir
 
+    def set_members(self, n):
+        """The member count of the next start (3 unless a curve asks for another)."""
+        self.members = n
+        self.env[self.nodes_env] = str(n)
+
     def client_endpoint(self, i):  # i = 1..members
         return f"127.0.0.1:{self.base + 10 * (i - 1)}"
 
@@ -192,6 +197,7 @@ class Cluster:
 class EpochCluster(Cluster):
     name = "epoch"
     dir_env = "EPOCH_CLUSTER_DIR"
+    nodes_env = "EPOCH_NODES"
 
     def __init__(self, workdir, base_port, epochd):
         super().__init__(workdir, base_port, {
@@ -212,6 +218,7 @@ class EpochCluster(Cluster):
 class EtcdCluster(Cluster):
     name = "etcd"
     dir_env = "ETCD_CLUSTER_DIR"
+    nodes_env = "ETCD_NODES"
 
     def __init__(self, workdir, base_port):
         super().__init__(workdir, base_port, {
