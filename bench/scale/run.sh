@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Epoch vs etcd scale curves, one command:
 #
-#   bench/scale/run.sh --out DIR            keys and values curves (~25 minutes on 2 cores)
-#   bench/scale/run.sh --quick --out DIR    small sizes, 1 s cells: proves the suite runs (~1 min)
+#   bench/scale/run.sh --out DIR            every curve (~40 minutes on 2 cores)
+#   bench/scale/run.sh --quick --out DIR    small sizes, 1 s cells: proves the suite runs (~3 min)
 #   bench/scale/run.sh --out DIR --curves keys --keys 10k,100k
 #
 # Builds epochd and epoch_bench if needed (EPOCH_BUILD_DIR, default build/release; BENCH_NO_BUILD=1
