@@ -2,7 +2,9 @@
 answered per second and the members' CPU per renewal (README.md)."""
 
 import json
+import queue
 import subprocess
+import threading
 import time
 
 from scalelib.plots import STYLE, save, series
@@ -61,121 +63,148 @@ def leases_point(cluster, n, args):
     renewed each TTL/3) on LeaseKeepAlive streams of 2000 leases spread over the members: the
     renewals answered per second and the members' CPU per renewal, in a window of --duration
     (at least two renewal periods) after one period of warm-up."""
-    import queue
-    import threading
-
     import grpc
 
-    ttl_s, per_stream = 10, 2000
+    ttl_s = 10
     period = ttl_s / 3
     rec = {"leases": n, "ttl_s": ttl_s}
     cluster.use_dir(f"leases-{n}")
     channels = [grpc.insecure_channel(e) for e in cluster.endpoints()]
-    stop = threading.Event()
-    streams, threads = [], []
-    lock = threading.Lock()
-    answered = [0]
-    expired = [0]  # keep-alive answers with TTL <= 0: the lease was gone
-    stream_errors = []
+    streams = None
     try:
         cluster.start()
         term0 = cluster.term()
-        # Grant: up to 256 in flight, round-robin over the members.
-        grants = [ch.unary_unary("/etcdserverpb.Lease/LeaseGrant") for ch in channels]
-        ids, pending, grant_errors = [], [], 0
-        req = varint(1 << 3) + varint(ttl_s)  # LeaseGrantRequest{TTL}
-        t0 = time.monotonic()
-        for i in range(n):
-            pending.append(grants[i % len(grants)].future(req, timeout=10))
-            if len(pending) >= 256 or i == n - 1:
-                for f in pending:
-                    try:
-                        ids.append(dict(pb_fields(f.result())).get(2, 0))
-                    except grpc.RpcError:
-                        grant_errors += 1
-                pending = []
-        rec["grant_per_s"] = n / (time.monotonic() - t0)
-        rec["grant_errors"] = grant_errors
-
-        def keepalive_stream(ch, my_ids):
-            q = queue.Queue(maxsize=4 * per_stream)
-
-            def requests():
-                while True:
-                    r = q.get()
-                    if r is None:
-                        return
-                    yield r
-
-            call = ch.stream_stream("/etcdserverpb.Lease/LeaseKeepAlive")(requests())
-
-            def writer():
-                msgs = [varint(1 << 3) + varint(i) for i in my_ids]
-                gap = period / len(msgs)
-                start = time.monotonic()
-                k = 0
-                while not stop.is_set():
-                    due = start + k * gap
-                    now = time.monotonic()
-                    if due > now:
-                        stop.wait(due - now)
-                    q.put(msgs[k % len(msgs)])
-                    k += 1
-                q.put(None)
-
-            def reader():
-                try:
-                    for resp in call:
-                        ttl = dict(pb_fields(resp)).get(3, 0)
-                        with lock:
-                            answered[0] += 1
-                            expired[0] += ttl <= 0 or ttl >= 1 << 63
-                except grpc.RpcError as e:
-                    if e.code() != grpc.StatusCode.CANCELLED:
-                        stream_errors.append(str(e.code()))
-
-            return call, [threading.Thread(target=writer, daemon=True),
-                          threading.Thread(target=reader, daemon=True)]
-
-        for s_i, first in enumerate(range(0, len(ids), per_stream)):
-            call, ts = keepalive_stream(channels[s_i % len(channels)], ids[first:first + per_stream])
-            streams.append(call)
-            threads += ts
-        for t in threads:
-            t.start()
+        ids, rec["grant_errors"], rec["grant_per_s"] = grant_leases(channels, n, ttl_s)
+        streams = KeepAliveStreams(channels, ids, period).start()
         time.sleep(1.0 if args.quick else period)  # warm-up: one full renewal round
         window = args.duration if args.quick else max(args.duration, 2 * period)
-        pids = cluster.pids()
-        with lock:
-            a0 = answered[0]
-        c0, w0 = cpu_seconds(pids), time.monotonic()
-        time.sleep(window)
-        with lock:
-            a1 = answered[0]
-        c1, w1 = cpu_seconds(pids), time.monotonic()
-        rec["renewals_per_s"] = (a1 - a0) / (w1 - w0)
+        rec.update(renewal_window(cluster, streams, window))
         rec["renewals_needed_per_s"] = len(ids) / period
-        rec["server_cpu_cores"] = (c1 - c0) / (w1 - w0)
-        rec["server_cpu_us_per_renewal"] = ((c1 - c0) * 1e6 / (a1 - a0)) if a1 > a0 else None
         rec["rss_bytes"] = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
-        rec["expired_answers"] = expired[0]
-        rec["stream_errors"] = stream_errors
+        rec["expired_answers"] = streams.expired
+        rec["stream_errors"] = streams.errors
         rec["term_changes"] = cluster.term() - term0
         # Kept up: at least 90 % of the renewals due were answered, none found its lease gone.
-        rec["ok"] = (grant_errors == 0 and not stream_errors and expired[0] == 0
+        rec["ok"] = (rec["grant_errors"] == 0 and not streams.errors and streams.expired == 0
                      and rec["renewals_per_s"] >= 0.9 * rec["renewals_needed_per_s"])
     finally:
-        stop.set()
-        for t in threads:
-            t.join(timeout=5)
-        for call in streams:
-            call.cancel()
+        if streams:
+            streams.close()
         for ch in channels:
             ch.close()
         cluster.stop()
         if not args.keep_data:
             cluster.drop_data()
     return rec
+
+
+def grant_leases(channels, n, ttl_s):
+    """n LeaseGrants of ttl_s, up to 256 in flight, round-robin over the members:
+    (lease IDs, errors, grants per second)."""
+    import grpc
+
+    grants = [ch.unary_unary("/etcdserverpb.Lease/LeaseGrant") for ch in channels]
+    ids, pending, grant_errors = [], [], 0
+    req = varint(1 << 3) + varint(ttl_s)  # LeaseGrantRequest{TTL}
+    t0 = time.monotonic()
+    for i in range(n):
+        pending.append(grants[i % len(grants)].future(req, timeout=10))
+        if len(pending) >= 256 or i == n - 1:
+            for f in pending:
+                try:
+                    ids.append(dict(pb_fields(f.result())).get(2, 0))
+                except grpc.RpcError:
+                    grant_errors += 1
+            pending = []
+    return ids, grant_errors, n / (time.monotonic() - t0)
+
+
+def renewal_window(cluster, streams, window):
+    """Renewals answered per second and the members' CPU over window seconds."""
+    pids = cluster.pids()
+    a0 = streams.answered_so_far()
+    c0, w0 = cpu_seconds(pids), time.monotonic()
+    time.sleep(window)
+    a1 = streams.answered_so_far()
+    c1, w1 = cpu_seconds(pids), time.monotonic()
+    return {"renewals_per_s": (a1 - a0) / (w1 - w0),
+            "server_cpu_cores": (c1 - c0) / (w1 - w0),
+            "server_cpu_us_per_renewal": ((c1 - c0) * 1e6 / (a1 - a0)) if a1 > a0 else None}
+
+
+class KeepAliveStreams:
+    """LeaseKeepAlive streams of per_stream leases each, round-robin over the channels: a writer
+    thread per stream sends each lease's renewal once per period, evenly paced; a reader thread
+    counts the answers and those that say the lease is gone (TTL <= 0)."""
+
+    def __init__(self, channels, ids, period, per_stream=2000):
+        self.period = period
+        self.per_stream = per_stream
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.answered = self.expired = 0
+        self.errors = []
+        self.calls, self.threads = [], []
+        for s_i, first in enumerate(range(0, len(ids), per_stream)):
+            self._open(channels[s_i % len(channels)], ids[first:first + per_stream])
+
+    def _open(self, ch, my_ids):
+        q = queue.Queue(maxsize=4 * self.per_stream)
+
+        def requests():
+            while True:
+                r = q.get()
+                if r is None:
+                    return
+                yield r
+
+        call = ch.stream_stream("/etcdserverpb.Lease/LeaseKeepAlive")(requests())
+        self.calls.append(call)
+        self.threads += [threading.Thread(target=self._write, args=(q, my_ids), daemon=True),
+                         threading.Thread(target=self._read, args=(call,), daemon=True)]
+
+    def _write(self, q, my_ids):
+        msgs = [varint(1 << 3) + varint(i) for i in my_ids]
+        gap = self.period / len(msgs)
+        start = time.monotonic()
+        k = 0
+        while not self.stop.is_set():
+            due = start + k * gap
+            now = time.monotonic()
+            if due > now:
+                self.stop.wait(due - now)
+            q.put(msgs[k % len(msgs)])
+            k += 1
+        q.put(None)
+
+    def _read(self, call):
+        import grpc
+
+        try:
+            for resp in call:
+                ttl = dict(pb_fields(resp)).get(3, 0)
+                with self.lock:
+                    self.answered += 1
+                    self.expired += ttl <= 0 or ttl >= 1 << 63
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.CANCELLED:
+                self.errors.append(str(e.code()))
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def answered_so_far(self):
+        with self.lock:
+            return self.answered
+
+    def close(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=5)
+        for call in self.calls:
+            call.cancel()
 
 
 def report(recs, args, ctx):

@@ -2,6 +2,7 @@
 acknowledgement, and the members' memory per watcher (README.md)."""
 
 import random
+import threading
 import time
 
 from scalelib.plots import STYLE, save, series
@@ -21,78 +22,134 @@ def run_point(cluster, bench, n, args):
     """Fresh cluster, n watchers on n distinct keys (1000 per gRPC stream, the streams spread
     over the members), then puts at a fixed rate to those keys from one client: delivery latency
     from each put's acknowledgement to its event, and the members' memory per watcher."""
-    import queue
-    import threading
-
-    import grpc
-
     rec = {"watchers": n}
     cluster.use_dir(f"watchers-{n}")
-    streams, threads, channels = [], [], []
-    lock = threading.Lock()
-    created = [0]
-    canceled = [0]
-    received = {}  # mod revision -> receive time (monotonic)
-    stream_errors = []
+    watchers = None
     try:
         cluster.start()
         term0 = cluster.term()
         keys = [b"scale/w/%08d" % i for i in range(n)]
         time.sleep(args.settle)
         rss0 = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
-        per_stream = 1000
-        for s_i, first in enumerate(range(0, n, per_stream)):
-            ch = grpc.insecure_channel(cluster.client_endpoint(1 + s_i % cluster.members))
-            channels.append(ch)
-            q = queue.Queue()
-            for k in keys[first:first + per_stream]:
-                q.put(watch_create_request(k))
-
-            def requests(q=q):
-                while True:
-                    r = q.get()
-                    if r is None:
-                        return
-                    yield r
-
-            call = ch.stream_stream("/etcdserverpb.Watch/Watch")(requests())
-            streams.append((q, call))
-
-            def reader(call=call):
-                try:
-                    for resp in call:
-                        now = time.monotonic()
-                        c, x, evs = watch_response(resp)
-                        with lock:
-                            created[0] += c
-                            canceled[0] += x
-                            for _, rev in evs:
-                                received[rev] = now
-                except grpc.RpcError as e:
-                    if e.code() != grpc.StatusCode.CANCELLED:
-                        stream_errors.append(str(e.code()))
-
-            t = threading.Thread(target=reader, daemon=True)
-            t.start()
-            threads.append(t)
-        end = time.monotonic() + 60
-        while created[0] < n and time.monotonic() < end and not stream_errors:
-            time.sleep(0.05)
-        rec["created"] = created[0]
+        watchers = WatcherStreams(cluster, keys)
+        rec["created"] = watchers.wait_created(n, 60)
         time.sleep(args.settle)
         rss1 = [cluster.rss_bytes(i) for i in range(1, cluster.members + 1)]
         rec["rss_bytes_before"], rec["rss_bytes"] = rss0, rss1
         rec["bytes_per_watcher"] = (sum(rss1) - sum(rss0)) / n
-        # Puts at a fixed rate, each to a uniformly chosen watched key, one at a time.
-        pch = grpc.insecure_channel(cluster.client_endpoint(1))
-        channels.append(pch)
-        put = pch.unary_unary("/etcdserverpb.KV/Put")
-        value = b"v" * 256
-        sent, acked, put_errors = {}, {}, 0
-        period = 1.0 / args.watch_put_rate
-        count = int(args.watch_put_rate * args.duration)
-        rnd = random.Random(n)
         t0 = time.monotonic()
+        sent, acked, put_errors = paced_puts(cluster, keys, args, random.Random(n))
+        got = watchers.wait_delivered(acked, 5)
+        delivery_figures(rec, sent, acked, got, time.monotonic() - t0)
+        rec["put_errors"] = put_errors
+        rec["stream_errors"] = watchers.errors
+        rec["canceled"] = watchers.canceled
+        rec["term_changes"] = cluster.term() - term0
+        count = int(args.watch_put_rate * args.duration)
+        rec["ok"] = (rec["created"] == n and not watchers.errors and watchers.canceled == 0
+                     and put_errors == 0 and len(got) == len(acked) == count)
+    finally:
+        if watchers:
+            watchers.close()
+        cluster.stop()
+        if not args.keep_data:
+            cluster.drop_data()
+    return rec
+
+
+class WatcherStreams:
+    """Watchers on keys, per_stream of them on each raw gRPC Watch stream, the streams
+    round-robin over the members; a reader thread per stream records each event's receive time
+    by its revision."""
+
+    def __init__(self, cluster, keys, per_stream=1000):
+        import queue
+
+        import grpc
+
+        self.lock = threading.Lock()
+        self.created = self.canceled = 0
+        self.received = {}  # mod revision -> receive time (monotonic)
+        self.errors = []
+        self.streams, self.threads, self.channels = [], [], []
+        for s_i, first in enumerate(range(0, len(keys), per_stream)):
+            ch = grpc.insecure_channel(cluster.client_endpoint(1 + s_i % cluster.members))
+            self.channels.append(ch)
+            q = queue.Queue()
+            for k in keys[first:first + per_stream]:
+                q.put(watch_create_request(k))
+            call = ch.stream_stream("/etcdserverpb.Watch/Watch")(self._requests(q))
+            self.streams.append((q, call))
+            t = threading.Thread(target=self._read, args=(call,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    @staticmethod
+    def _requests(q):
+        while True:
+            r = q.get()
+            if r is None:
+                return
+            yield r
+
+    def _read(self, call):
+        import grpc
+
+        try:
+            for resp in call:
+                now = time.monotonic()
+                c, x, evs = watch_response(resp)
+                with self.lock:
+                    self.created += c
+                    self.canceled += x
+                    for _, rev in evs:
+                        self.received[rev] = now
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.CANCELLED:
+                self.errors.append(str(e.code()))
+
+    def wait_created(self, n, timeout_s):
+        """The watchers created once n are, a stream erred, or timeout_s passed."""
+        end = time.monotonic() + timeout_s
+        while self.created < n and time.monotonic() < end and not self.errors:
+            time.sleep(0.05)
+        return self.created
+
+    def wait_delivered(self, acked, timeout_s):
+        """{revision: receive time} of the acknowledged puts' events, once all arrived or after
+        timeout_s."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            with self.lock:
+                if all(r in self.received for r in acked):
+                    break
+            time.sleep(0.05)
+        with self.lock:
+            return {r: self.received[r] for r in acked if r in self.received}
+
+    def close(self):
+        for q, call in self.streams:
+            q.put(None)
+            call.cancel()
+        for ch in self.channels:
+            ch.close()
+        for t in self.threads:
+            t.join(timeout=5)
+
+
+def paced_puts(cluster, keys, args, rnd):
+    """Puts of 256 B at --watch-put-rate for --duration, each to a uniformly chosen watched key,
+    one at a time, on member 1: ({revision: send time}, {revision: ack time}, errors)."""
+    import grpc
+
+    ch = grpc.insecure_channel(cluster.client_endpoint(1))
+    put = ch.unary_unary("/etcdserverpb.KV/Put")
+    value = b"v" * 256
+    sent, acked, put_errors = {}, {}, 0
+    period = 1.0 / args.watch_put_rate
+    count = int(args.watch_put_rate * args.duration)
+    t0 = time.monotonic()
+    try:
         for i in range(count):
             due = t0 + i * period
             now = time.monotonic()
@@ -100,52 +157,33 @@ def run_point(cluster, bench, n, args):
                 time.sleep(due - now)
             ts = time.monotonic()
             try:
-                resp = put(put_request(keys[rnd.randrange(n)], value), timeout=5)
+                resp = put(put_request(keys[rnd.randrange(len(keys))], value), timeout=5)
             except grpc.RpcError:
                 put_errors += 1
                 continue
             ta = time.monotonic()
             rev = header_revision(resp)
             sent[rev], acked[rev] = ts, ta
-        end = time.monotonic() + 5
-        while time.monotonic() < end:
-            with lock:
-                if all(r in received for r in acked):
-                    break
-            time.sleep(0.05)
-        with lock:
-            got = {r: received[r] for r in acked if r in received}
-        from_ack = [(got[r] - acked[r]) * 1000 for r in got]
-        from_send = [(got[r] - sent[r]) * 1000 for r in got]
-        rec["puts"] = len(acked)
-        rec["put_errors"] = put_errors
-        rec["put_rate"] = len(acked) / (time.monotonic() - t0)
-        rec["events_delivered"] = len(got)
-        rec["delivery_from_ack_ms"] = {"p50": quantile(from_ack, 0.5),
-                                       "p99": quantile(from_ack, 0.99),
-                                       "max": max(from_ack, default=None)}
-        rec["delivery_from_send_ms"] = {"p50": quantile(from_send, 0.5),
-                                        "p99": quantile(from_send, 0.99)}
-        rec["put_latency_ms"] = {
-            "p50": quantile([(acked[r] - sent[r]) * 1000 for r in acked], 0.5),
-            "p99": quantile([(acked[r] - sent[r]) * 1000 for r in acked], 0.99)}
-        rec["stream_errors"] = stream_errors
-        rec["canceled"] = canceled[0]
-        rec["term_changes"] = cluster.term() - term0
-        rec["ok"] = (created[0] == n and not stream_errors and canceled[0] == 0
-                     and put_errors == 0 and len(got) == len(acked) == count)
     finally:
-        for q, call in streams:
-            q.put(None)
-            call.cancel()
-        for ch in channels:
-            ch.close()
-        for t in threads:
-            t.join(timeout=5)
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
-    return rec
+        ch.close()
+    return sent, acked, put_errors
+
+
+def delivery_figures(rec, sent, acked, got, elapsed_s):
+    """Delivery latency from each put's acknowledgement (and send) to its event, put latency and
+    the put rate reached (over the puts and the wait for their events, as before the split)."""
+    from_ack = [(got[r] - acked[r]) * 1000 for r in got]
+    from_send = [(got[r] - sent[r]) * 1000 for r in got]
+    rec["puts"] = len(acked)
+    rec["put_rate"] = len(acked) / elapsed_s
+    rec["events_delivered"] = len(got)
+    rec["delivery_from_ack_ms"] = {"p50": quantile(from_ack, 0.5),
+                                   "p99": quantile(from_ack, 0.99),
+                                   "max": max(from_ack, default=None)}
+    rec["delivery_from_send_ms"] = {"p50": quantile(from_send, 0.5),
+                                    "p99": quantile(from_send, 0.99)}
+    put_ms = [(acked[r] - sent[r]) * 1000 for r in acked]
+    rec["put_latency_ms"] = {"p50": quantile(put_ms, 0.5), "p99": quantile(put_ms, 0.99)}
 
 
 def report(recs, args, ctx):
