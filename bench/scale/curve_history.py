@@ -63,13 +63,14 @@ def run_point(cluster, bench, n, args):
 
 
 def write_history(cluster, bench, n, channel, rec):
-    """Puts of 256 B over KEYS keys at 256 clients (epoch_bench) in runs sized by the rate so
-    far (the first 1 s), until the head revision is within 2 % of n: head_revision, write_s,
-    write_ok."""
+    """Puts of 256 B over KEYS keys at 256 clients (epoch_bench) until the head revision is
+    within 2 % of n: the first run 1 s, each next one 60 % of what remains at the fastest rate
+    seen so far (a cluster that sped up after a cold first second does not overshoot):
+    head_revision, write_s, write_ok."""
     t0 = time.monotonic()
     head, rate, runs, ok = head_revision(channel), None, [], True
     while n - head > n / 50:
-        seconds = 1.0 if rate is None else min(60.0, max(0.1, 0.95 * (n - head) / rate))
+        seconds = 1.0 if rate is None else min(60.0, max(0.1, 0.6 * (n - head) / rate))
         r = bench.run(cluster, f"history-{len(runs)}", "put", 256, KEYS, 256, prefill=False,
                       duration=seconds, warmup=0)
         runs.append(summary(r))
@@ -78,7 +79,7 @@ def write_history(cluster, bench, n, channel, rec):
         if not ok or head <= before:
             ok = False
             break
-        rate = (head - before) / seconds
+        rate = max(rate or 0, (head - before) / seconds)
     rec["head_revision"], rec["write_s"], rec["write_runs"] = head, time.monotonic() - t0, runs
     rec["write_ok"] = ok
 

@@ -69,10 +69,12 @@ class Cluster:
     def endpoints(self):
         return [self.client_endpoint(i) for i in range(1, self.members + 1)]
 
-    def _script(self, *args, check=True, timeout=120):
-        """Runs the cluster script; its output goes to script.log and is returned."""
+    def _script(self, *args, check=True, timeout=120, env=None):
+        """Runs the cluster script (env: more variables for this run only); its output goes to
+        script.log and is returned."""
         os.makedirs(self.dir, exist_ok=True)
-        r = subprocess.run([self.script, *args], env=self.env, stdout=subprocess.PIPE,
+        r = subprocess.run([self.script, *args], env=dict(self.env, **(env or {})),
+                           stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, timeout=timeout)
         with open(os.path.join(self.dir, "script.log"), "a") as out:
             out.write(r.stdout)
@@ -85,8 +87,8 @@ class Cluster:
         empty data dir with --initial-cluster-state existing, promote it once it caught up).
         Returns the milliseconds the script measured from the accepted add to the promotion."""
         limit = str(int(timeout_s))
-        self.env.update(EPOCH_PROMOTE_TIMEOUT=limit, ETCD_PROMOTE_TIMEOUT=limit)
-        out = self._script("add-node", str(i), timeout=timeout_s + 60)
+        out = self._script("add-node", str(i), timeout=timeout_s + 60,
+                           env={"EPOCH_PROMOTE_TIMEOUT": limit, "ETCD_PROMOTE_TIMEOUT": limit})
         m = re.search(r"promoted to voter in (\d+) ms", out)
         if not m:
             raise RuntimeError(f"add-node {i}: no promotion time in {out[-300:]!r}")
