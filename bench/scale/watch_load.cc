@@ -30,7 +30,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "epoch/client/tls.h"
