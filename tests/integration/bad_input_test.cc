@@ -83,17 +83,19 @@ TEST_CASE("a write txn that reads past --max-txn-read-keys fails whole; the lead
     CHECK(cluster->Metric(node, R"(epoch_txn_read_limit_refused_total{stage="apply"})") == 0);
   }
   CHECK(early == 3);
-  // A compare over a range is left to the apply, where the same bound refuses the txn: every
-  // member applies it as failed.
-  etcdserverpb::TxnRequest compared = abusive;
+  // A compare over a range reads every key in it: it counts against the same bound (here the
+  // txn's only read), refused before the log as well.
+  etcdserverpb::TxnRequest compared;
   auto* cmp = compared.add_compare();
   cmp->set_key("bulk/");
   cmp->set_range_end(PrefixEnd("bulk/"));
   cmp->set_target(etcdserverpb::Compare::CREATE);
   cmp->set_result(etcdserverpb::Compare::GREATER);
+  *compared.add_success()->mutable_request_put() = *put;
   CheckError(Txn(*cluster, *leader, compared), grpc::StatusCode::INVALID_ARGUMENT,
              std::string(epoch::etcd_errors::kTxnReadTooLarge.message));
-  CHECK(cluster->Metric(*leader, R"(epoch_txn_read_limit_refused_total{stage="apply"})") == 1);
+  CHECK(cluster->Metric(*leader, R"(epoch_txn_read_limit_refused_total{stage="precheck"})") == 2);
+  CHECK(cluster->Metric(*leader, R"(epoch_txn_read_limit_refused_total{stage="apply"})") == 0);
   CHECK(CurrentRevision(*cluster) == revision);
 
   // Within the bound the same shape of txn applies.

@@ -15,9 +15,12 @@ bool IsForwarded(const rpc::CallContext& ctx) {
   return ctx.client_metadata().count(kForwardedMetadata) > 0;
 }
 
-// Whether the Range ops of `txn` (any branch, any depth) could visit more than `*left` keys: one
-// over a range could; one of a single key visits at most one.
+// Whether the compares and Range ops of `txn` (any branch, any depth) could visit more than
+// `*left` keys: one over a range could; one of a single key visits at most one.
 bool MayReadPast(const etcdserverpb::TxnRequest& txn, std::int64_t* left) {
+  for (const etcdserverpb::Compare& c : txn.compare()) {
+    if (!c.range_end().empty() || --*left < 0) return true;
+  }
   for (const auto* branch : {&txn.success(), &txn.failure()}) {
     for (const etcdserverpb::RequestOp& op : *branch) {
       if (op.has_request_range()) {
@@ -81,6 +84,7 @@ Status PrepareTxn(NodeContext& node, const rpc::CallContext& ctx,
       internal));
   *internal->mutable_txn() = request;
   internal->set_txn_read_keys_max(node.config().limits.max_txn_read_keys);
+  internal->set_txn_read_bound_counts_compares(true);
   return Status::Ok();
 }
 
@@ -100,7 +104,7 @@ void WriteKv(NodeContext& node, const rpc::CallContext& ctx, v1::InternalRequest
   // gRPC thread nor the Raft thread. The apply-time bound stays for what passes.
   asio::post(node.read_pool(), [&node, deadline = ctx.deadline(), request = std::move(request),
                                 done = std::move(done)]() mutable {
-    Status reads = node.store().PrecheckTxnReads(request.txn(), request.txn_read_keys_max());
+    Status reads = node.store().PrecheckTxnReads(request.txn(), TxnReadBound::Of(request));
     if (!reads.ok()) {
       return node.client_queue().Dispatch([done, reads] { done(reads, {}); });
     }

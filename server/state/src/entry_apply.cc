@@ -35,13 +35,12 @@ Status Classify(const Result<T>& r, ApplyResult* out) {
 }
 
 // Runs one KV write (`fn` gets the applier) at the next revision; commits the revision to `meta`
-// only on success. `read_keys_max`: KvApplier's bound on a Txn's reads.
+// only on success. `bound`: KvApplier's bound on a Txn's reads.
 template <typename Fn>
 Status ApplyKvWrite(const EntryContext& ctx, KvStore::Meta* meta, ApplyResult* out, Fn fn,
-                    std::int64_t read_keys_max = 0) {
+                    TxnReadBound bound = {}) {
   WriteTxn txn(ctx.reader, ctx.batch, ctx.index, meta->revision, ctx.latest, ctx.prev_values);
-  KvApplier applier(ReadContext{ctx.reader, meta->revision, meta->compact_revision}, &txn,
-                    read_keys_max);
+  KvApplier applier(ReadContext{ctx.reader, meta->revision, meta->compact_revision}, &txn, bound);
   auto result = fn(applier);
   EPOCH_RETURN_IF_ERROR(Classify(result, out));
   if (!out->status.ok()) return Status::Ok();
@@ -99,7 +98,7 @@ Status ApplyKvRequest(const EntryContext& ctx, KvStore::Meta* meta, const Intern
             if (r.ok()) *resp.mutable_txn() = std::move(*r);
             return r;
           },
-          req.txn_read_keys_max());
+          TxnReadBound::Of(req));
     case InternalRequest::kCompaction: return ApplyCompaction(ctx, meta, req.compaction(), out);
     default: break;
   }

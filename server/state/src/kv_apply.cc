@@ -106,13 +106,13 @@ Status PrecountPath(const ReadContext& pre, const pb::TxnRequest& r, const std::
 
 }  // namespace
 
-Status PrecheckTxnReads(const ReadContext& pre, const pb::TxnRequest& r,
-                        std::int64_t read_keys_max) {
-  if (read_keys_max <= 0 || HasRangeCompare(r)) return Status::Ok();
-  Result<std::vector<bool>> path = CompareToPath(pre, r);
+Status PrecheckTxnReads(const ReadContext& pre, const pb::TxnRequest& r, TxnReadBound bound) {
+  if (bound.max_keys <= 0 || (!bound.counts_compares && HasRangeCompare(r))) return Status::Ok();
+  std::int64_t left = bound.max_keys;
+  Result<std::vector<bool>> path = CompareToPath(pre, r, bound.counts_compares ? &left : nullptr);
+  if (path.status().Is(ErrorId::kTxnReadTooLarge)) return path.status();
   if (!path.ok()) return Status::Ok();
   std::size_t pos = 0;
-  std::int64_t left = read_keys_max;
   bool stop = false;
   return PrecountPath(pre, r, *path, &pos, &left, &stop);
 }
@@ -175,7 +175,8 @@ Result<pb::DeleteRangeResponse> KvApplier::DeleteRange(const pb::DeleteRangeRequ
 Result<pb::TxnResponse> KvApplier::Txn(const pb::TxnRequest& r) {
   // Everything up to the execution reads the state before this txn.
   const ReadContext pre = Now();
-  Result<std::vector<bool>> path = CompareToPath(pre, r);
+  Result<std::vector<bool>> path =
+      CompareToPath(pre, r, compares_counted_ ? &read_keys_left_ : nullptr);
   if (!path.ok()) return path.status();
   if (!IsReadOnlyTxn(r)) {
     if (txn_ == nullptr) return Status::FailedPrecondition("write ops in a read-only txn");

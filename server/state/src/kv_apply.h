@@ -16,6 +16,7 @@
 // Thread-safety: applier thread only (ExecuteReadOnlyTxn: any thread, on its own reader).
 #pragma once
 
+#include "epoch/state/txn_read_bound.h"
 #include "epoch/status.h"
 #include "etcdserverpb/rpc.pb.h"
 #include "range_query.h"
@@ -26,11 +27,14 @@ namespace epoch::server {
 
 class KvApplier {
  public:
-  // `txn` null: read-only execution at ctx.current (Txn with no writes only). `read_keys_max` > 0
-  // bounds the keys a Txn's Range ops visit, all of them together (InternalRequest's
-  // txn_read_keys_max): past it the Txn fails with kTxnReadTooLarge.
-  KvApplier(ReadContext ctx, WriteTxn* txn, std::int64_t read_keys_max = 0)
-      : ctx_(ctx), txn_(txn), read_keys_left_(read_keys_max > 0 ? read_keys_max : -1) {}
+  // `txn` null: read-only execution at ctx.current (Txn with no writes only). `bound` (the
+  // entry's, TxnReadBound::Of) limits the keys a Txn's Range ops, and its compares when the bound
+  // says so, visit all together: past it the Txn fails with kTxnReadTooLarge.
+  KvApplier(ReadContext ctx, WriteTxn* txn, TxnReadBound bound = {})
+      : ctx_(ctx),
+        txn_(txn),
+        read_keys_left_(bound.max_keys > 0 ? bound.max_keys : -1),
+        compares_counted_(bound.counts_compares) {}
 
   Result<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& r);
   Result<etcdserverpb::DeleteRangeResponse> DeleteRange(const etcdserverpb::DeleteRangeRequest& r);
@@ -47,18 +51,20 @@ class KvApplier {
   ReadContext ctx_;
   WriteTxn* txn_;
   std::int64_t read_keys_left_;  // -1: no bound (ReadRangeAt's kNoKeyBound)
+  bool compares_counted_;        // the compares' keys come off read_keys_left_ too
 };
 
 // The bound on a write txn's reads checked ahead of the log (KvStore::PrecheckTxnReads): the
-// Range ops on the path `r` takes at `pre` (its compares evaluated there), in execution order,
-// counted without their values and with the same bound and arithmetic as KvApplier at apply time,
-// so the count visits at most `read_keys_max` + 1 keys. kTxnReadTooLarge when the reads pass the
-// bound; Ok when they do not, and whenever the answer would need more than that: a compare over
-// a range (unbounded, as at apply), a DeleteRange on the path (later reads see its effect), or any
+// compares (when the bound counts them) and the Range ops on the path `r` takes at `pre` (its
+// compares evaluated there), in execution order, the Ranges counted without their values, with
+// the same bound and arithmetic as KvApplier at apply time, so the count visits at most
+// `bound.max_keys` + 1 keys. kTxnReadTooLarge when the reads pass the bound; Ok when they do
+// not, and whenever the answer would need more than that: a compare over a range under a bound
+// that does not count compares, a DeleteRange on the path (later reads see its effect), or any
 // other error (the apply reports it). A Put before a Range only adds keys, so counting on `pre`
 // never counts more than the apply would on the same state.
 Status PrecheckTxnReads(const ReadContext& pre, const etcdserverpb::TxnRequest& r,
-                        std::int64_t read_keys_max);
+                        TxnReadBound bound);
 
 // Lease existence, as the Put checks need it.
 Result<bool> LeaseExists(const StoreReader& reader, LeaseId id);

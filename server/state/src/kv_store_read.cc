@@ -65,9 +65,9 @@ Result<pb::TxnResponse> KvStore::ReadOnlyTxn(const pb::TxnRequest& request) cons
   return applier.Txn(request);
 }
 
-Status KvStore::PrecheckTxnReads(const pb::TxnRequest& request, std::int64_t read_keys_max) const {
+Status KvStore::PrecheckTxnReads(const pb::TxnRequest& request, TxnReadBound bound) const {
   std::unique_ptr<ReadState> rs = AcquireRead();
-  Status s = server::PrecheckTxnReads(rs->context(), request, read_keys_max);
+  Status s = server::PrecheckTxnReads(rs->context(), request, bound);
   if (s.Is(ErrorId::kTxnReadTooLarge)) txn_reads_refused_early_.fetch_add(1);
   return s;
 }

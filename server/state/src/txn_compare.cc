@@ -42,10 +42,11 @@ int CompareTarget(const pb::Compare& c, const mvccpb::KeyValue& kv) {
   }
 }
 
-Status AppendPath(const ReadContext& ctx, const pb::TxnRequest& txn, std::vector<bool>* path) {
+Status AppendPath(const ReadContext& ctx, const pb::TxnRequest& txn, std::int64_t* keys_left,
+                  std::vector<bool>* path) {
   bool ok = true;
   for (const pb::Compare& c : txn.compare()) {
-    Result<bool> holds = EvaluateCompare(ctx, c);
+    Result<bool> holds = EvaluateCompare(ctx, c, keys_left);
     if (!holds.ok()) return holds.status();
     if (!*holds) {
       ok = false;
@@ -55,7 +56,7 @@ Status AppendPath(const ReadContext& ctx, const pb::TxnRequest& txn, std::vector
   path->push_back(ok);
   for (const pb::RequestOp& op : ok ? txn.success() : txn.failure()) {
     if (op.request_case() == pb::RequestOp::kRequestTxn) {
-      EPOCH_RETURN_IF_ERROR(AppendPath(ctx, op.request_txn(), path));
+      EPOCH_RETURN_IF_ERROR(AppendPath(ctx, op.request_txn(), keys_left, path));
     }
   }
   return Status::Ok();
@@ -74,10 +75,13 @@ bool CompareKeyValue(const pb::Compare& c, const mvccpb::KeyValue& kv) {
   }
 }
 
-Result<bool> EvaluateCompare(const ReadContext& ctx, const pb::Compare& c) {
+Result<bool> EvaluateCompare(const ReadContext& ctx, const pb::Compare& c,
+                             std::int64_t* keys_left) {
+  const std::int64_t max_keys = keys_left != nullptr ? *keys_left : kNoKeyBound;
   Result<RawRange> range = ReadRangeAt(*ctx.reader, MakeKeyRange(c.key(), c.range_end()),
-                                       ctx.current, /*at_current=*/true, 0, false);
+                                       ctx.current, /*at_current=*/true, 0, false, max_keys);
   if (!range.ok()) return range.status();
+  if (max_keys != kNoKeyBound) *keys_left -= range->count;
   if (range->kvs.empty()) {
     // Absent key: there is no way to represent a missing value, so VALUE compares fail; the
     // numeric targets compare against an all-zero key-value (CREATE == 0 means "absent").
@@ -90,9 +94,10 @@ Result<bool> EvaluateCompare(const ReadContext& ctx, const pb::Compare& c) {
   return true;
 }
 
-Result<std::vector<bool>> CompareToPath(const ReadContext& ctx, const pb::TxnRequest& txn) {
+Result<std::vector<bool>> CompareToPath(const ReadContext& ctx, const pb::TxnRequest& txn,
+                                        std::int64_t* keys_left) {
   std::vector<bool> path;
-  EPOCH_RETURN_IF_ERROR(AppendPath(ctx, txn, &path));
+  EPOCH_RETURN_IF_ERROR(AppendPath(ctx, txn, keys_left, &path));
   return path;
 }
 

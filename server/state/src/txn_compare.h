@@ -21,15 +21,19 @@
 
 namespace epoch::server {
 
-// Whether `c` holds on the latest state of ctx.
-Result<bool> EvaluateCompare(const ReadContext& ctx, const etcdserverpb::Compare& c);
+// Whether `c` holds on the latest state of ctx. `keys_left` (optional; kNoKeyBound: none) is a
+// bound on the keys the compare may visit, lowered by the keys it visited: past it, and as soon
+// as the scan passes it, kTxnReadTooLarge.
+Result<bool> EvaluateCompare(const ReadContext& ctx, const etcdserverpb::Compare& c,
+                             std::int64_t* keys_left = nullptr);
 
 // Whether `c` holds for one key-value (the absent-key case passes an empty KeyValue).
 bool CompareKeyValue(const etcdserverpb::Compare& c, const mvccpb::KeyValue& kv);
 
 // The branch taken by `txn` and every nested txn on taken branches, in depth-first order:
-// path[0] is `txn`'s own outcome (true: success branch).
-Result<std::vector<bool>> CompareToPath(const ReadContext& ctx,
-                                        const etcdserverpb::TxnRequest& txn);
+// path[0] is `txn`'s own outcome (true: success branch). `keys_left`: as for EvaluateCompare,
+// over every compare evaluated (a failing compare ends its txn's list).
+Result<std::vector<bool>> CompareToPath(const ReadContext& ctx, const etcdserverpb::TxnRequest& txn,
+                                        std::int64_t* keys_left = nullptr);
 
 }  // namespace epoch::server

@@ -78,9 +78,9 @@ TEST_CASE("the read bound is checked before the log, on the path the applied sta
   const Revision before = s->CurrentRevision();
 
   // The apply's arithmetic: 60 visits pass a bound of 59 and not one of 60.
-  CHECK(s->PrecheckTxnReads(Reads(3), 59).Is(ErrorId::kTxnReadTooLarge));
-  CHECK(s->PrecheckTxnReads(Reads(3), 60).ok());
-  CHECK(s->PrecheckTxnReads(Reads(3), 0).ok());  // no bound
+  CHECK(s->PrecheckTxnReads(Reads(3), {59}).Is(ErrorId::kTxnReadTooLarge));
+  CHECK(s->PrecheckTxnReads(Reads(3), {60}).ok());
+  CHECK(s->PrecheckTxnReads(Reads(3), {0}).ok());  // no bound
   // It changes nothing, and it is counted apart from the apply's refusals.
   CHECK(s->CurrentRevision() == before);
   const std::string metrics = Metrics(*s);
@@ -96,9 +96,9 @@ TEST_CASE("the read bound is checked before the log, on the path the applied sta
     *nested->add_success()->mutable_request_range() = RangeReq("a", "z");
     *nested->add_success()->mutable_request_range() = RangeReq("a", "z");
     *nested->add_failure()->mutable_request_range() = RangeReq("k00");
-    CHECK(s->PrecheckTxnReads(t, 39).Is(ErrorId::kTxnReadTooLarge));  // k00 is at version 1
+    CHECK(s->PrecheckTxnReads(t, {39}).Is(ErrorId::kTxnReadTooLarge));  // k00 is at version 1
     nested->mutable_compare(0)->set_version(2);
-    CHECK(s->PrecheckTxnReads(t, 39).ok());  // the failure branch reads one key
+    CHECK(s->PrecheckTxnReads(t, {39}).ok());  // the failure branch reads one key
   }
   SECTION("reads after a DeleteRange are not counted: they would see the deletion") {
     pb::TxnRequest t;
@@ -106,23 +106,91 @@ TEST_CASE("the read bound is checked before the log, on the path the applied sta
     del->set_key("a");
     del->set_range_end("z");
     *t.add_success()->mutable_request_range() = RangeReq("a", "z");
-    CHECK(s->PrecheckTxnReads(t, 5).ok());
+    CHECK(s->PrecheckTxnReads(t, {5}).ok());
     v1::InternalRequest req;
     *req.mutable_txn() = t;
     req.set_txn_read_keys_max(5);
     CHECK(s.Apply(req).status.ok());  // and the apply agrees
   }
-  SECTION("a compare over a range is left to the apply") {
+  SECTION("a compare over a range is left to the apply when the bound does not count compares") {
     pb::TxnRequest t = Reads(3);
     pb::Compare* c = t.add_compare();
     *c = Cmp("a", pb::Compare::VERSION, pb::Compare::GREATER);
     c->set_range_end("z");
-    CHECK(s->PrecheckTxnReads(t, 59).ok());
+    CHECK(s->PrecheckTxnReads(t, {59}).ok());
   }
   SECTION("a read the apply would refuse for another reason is left to the apply") {
     pb::TxnRequest t = Reads(3);
     t.mutable_success(0)->mutable_request_range()->set_revision(1000);  // a future revision
-    CHECK(s->PrecheckTxnReads(t, 10).ok());
+    CHECK(s->PrecheckTxnReads(t, {10}).ok());
+  }
+}
+
+// A write txn whose compares span [a, z) (`range_compares` of them, each over all 20 keys) and
+// `single_compares` single-key compares, then the success branch of ReadAndWrite.
+v1::InternalRequest ComparesAndReads(int range_compares, int single_compares, int reads,
+                                     TxnReadBound bound) {
+  v1::InternalRequest req;
+  pb::TxnRequest* t = req.mutable_txn();
+  for (int i = 0; i < range_compares; ++i) {
+    pb::Compare* c = t->add_compare();
+    *c = Cmp("a", pb::Compare::VERSION, pb::Compare::GREATER);  // version > 0: every key holds
+    c->set_range_end("z");
+  }
+  for (int i = 0; i < single_compares; ++i) {
+    *t->add_compare() = Cmp(fmt::format("k{:02}", i), pb::Compare::VERSION, pb::Compare::GREATER);
+  }
+  for (int i = 0; i < reads; ++i) *t->add_success()->mutable_request_range() = RangeReq("a", "z");
+  *t->add_success()->mutable_request_put() = PutReq("w", "written");
+  req.set_txn_read_keys_max(bound.max_keys);
+  req.set_txn_read_bound_counts_compares(bound.counts_compares);
+  return req;
+}
+
+TEST_CASE("a bound that counts compares stops a compare over a range, at apply and before the log",
+          "[server][txn]") {
+  TempDir dir;
+  TestStore s(dir.path());
+  for (int i = 0; i < 20; ++i) s.Put(fmt::format("k{:02}", i), "v");
+  const Revision before = s->CurrentRevision();
+
+  SECTION("at apply: the compare's keys and the reads' keys share one bound") {
+    // Two range compares (40 keys), two single-key compares (2) and one read (20): 62 visits.
+    CHECK(s.Apply(ComparesAndReads(2, 2, 1, {61, true})).status.Is(ErrorId::kTxnReadTooLarge));
+    CHECK(s->CurrentRevision() == before);
+    CHECK(s.Get("w").kvs_size() == 0);
+    ApplyResult exact = s.Apply(ComparesAndReads(2, 2, 1, {62, true}));
+    INFO(exact.status.ToString());
+    REQUIRE(exact.status.ok());
+    CHECK(exact.response.txn().succeeded());
+    CHECK(s.Get("w").kvs_size() == 1);
+  }
+  SECTION("a compare over more keys than the bound fails the txn with no Range op at all") {
+    CHECK(s.Apply(ComparesAndReads(1, 0, 0, {19, true})).status.Is(ErrorId::kTxnReadTooLarge));
+    CHECK(s.Apply(ComparesAndReads(1, 0, 0, {20, true})).status.ok());
+  }
+  SECTION("entries whose bound does not count compares apply as they did") {
+    CHECK(s.Apply(ComparesAndReads(2, 2, 1, {20, false})).status.ok());
+  }
+  SECTION("a failing compare ends its list: the compares after it are not read") {
+    v1::InternalRequest req = ComparesAndReads(0, 0, 0, {5, true});
+    pb::TxnRequest* t = req.mutable_txn();
+    *t->add_compare() = Cmp("k00", pb::Compare::VERSION, pb::Compare::EQUAL);  // version 1 != 0
+    pb::Compare* wide = t->add_compare();
+    *wide = Cmp("a", pb::Compare::VERSION, pb::Compare::GREATER);
+    wide->set_range_end("z");
+    ApplyResult r = s.Apply(req);
+    REQUIRE(r.status.ok());
+    CHECK_FALSE(r.response.txn().succeeded());
+  }
+  SECTION("before the log: the same arithmetic, counted as a precheck refusal") {
+    const pb::TxnRequest t = ComparesAndReads(2, 2, 1, {}).txn();
+    CHECK(s->PrecheckTxnReads(t, {61, true}).Is(ErrorId::kTxnReadTooLarge));
+    CHECK(s->PrecheckTxnReads(t, {62, true}).ok());
+    CHECK(s->PrecheckTxnReads(ComparesAndReads(1, 0, 0, {}).txn(), {19, true})
+              .Is(ErrorId::kTxnReadTooLarge));
+    CHECK(Metrics(*s).find("epoch_txn_read_limit_refused_total{stage=\"precheck\"} 2") !=
+          std::string::npos);
   }
 }
 

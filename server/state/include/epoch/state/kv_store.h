@@ -32,6 +32,7 @@
 #include "epoch/state/cluster_timing.h"
 #include "epoch/state/kv_validation.h"
 #include "epoch/state/member_table.h"
+#include "epoch/state/txn_read_bound.h"
 #include "epoch/status.h"
 #include "epoch/strong_int.h"
 #include "epoch/v1/internal.pb.h"
@@ -189,13 +190,13 @@ class KvStore {
   // A txn with no writes (IsReadOnlyTxn), evaluated on the latest applied state.
   Result<etcdserverpb::TxnResponse> ReadOnlyTxn(const etcdserverpb::TxnRequest& request) const;
   // --max-txn-read-keys ahead of the log: kTxnReadTooLarge (and counted) when the reads of a
-  // write txn, on the path its compares take on the latest applied state, pass `read_keys_max`
-  // keys; Ok otherwise, or when telling would cost more than the bound (src/kv_apply.h,
-  // PrecheckTxnReads). Visits at most `read_keys_max` + 1 keys and decodes no value. A refusal
+  // write txn (its compares, when `bound` counts them, and its Range ops on the path its compares
+  // take on the latest applied state) pass `bound.max_keys` keys; Ok otherwise, or when telling
+  // would cost more than the bound (src/kv_apply.h, PrecheckTxnReads). Visits at most
+  // `bound.max_keys` + 1 keys and decodes no value of a Range op. A refusal
   // here means the txn was never proposed: it has no effect, so judging it on a state older than
   // the one it would apply on is safe; the apply-time bound stays for what gets through.
-  Status PrecheckTxnReads(const etcdserverpb::TxnRequest& request,
-                          std::int64_t read_keys_max) const;
+  Status PrecheckTxnReads(const etcdserverpb::TxnRequest& request, TxnReadBound bound) const;
   // History for Watch: events with revision in [start, current], at most about `max_events`
   // (never splitting a revision). Fails with etcd's "compacted" error when start is below the
   // compact revision. prev_kv is filled when `with_prev_kv`.
