@@ -41,8 +41,19 @@ struct Options {
 
 struct Latencies {
   std::vector<double> put_ms, get_ms;
+  std::vector<double> put_at_s, get_at_s;  // each call's start, seconds into the phase
   std::uint64_t put_errors = 0, get_errors = 0;
 };
+
+// The calls of `ms` that started at or after `from_s` seconds into the phase.
+std::vector<double> From(const std::vector<double>& ms, const std::vector<double>& at_s,
+                         double from_s) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    if (at_s[i] >= from_s) out.push_back(ms[i]);
+  }
+  return out;
+}
 
 double P99(std::vector<double> v) {
   if (v.empty()) return -1;
@@ -54,8 +65,10 @@ double P99(std::vector<double> v) {
 // time on each of two threads; at most 1,000,000 calls each.
 Latencies Measure(const std::string& address, std::chrono::seconds duration) {
   Latencies out;
-  const auto end = Clock::now() + duration;
-  auto run = [&](bool put, std::vector<double>* ms, std::uint64_t* errors) {
+  const auto begin = Clock::now();
+  const auto end = begin + duration;
+  auto run = [&](bool put, std::vector<double>* ms, std::vector<double>* at_s,
+                 std::uint64_t* errors) {
     auto kv = etcdserverpb::KV::NewStub(OwnConnection(address));
     for (int i = 0; i < 1'000'000 && Clock::now() < end; ++i) {
       grpc::ClientContext ctx;
@@ -79,10 +92,11 @@ Latencies Measure(const std::string& address, std::chrono::seconds duration) {
         continue;
       }
       ms->push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      at_s->push_back(std::chrono::duration<double>(start - begin).count());
     }
   };
-  std::thread putter(run, true, &out.put_ms, &out.put_errors);
-  run(false, &out.get_ms, &out.get_errors);
+  std::thread putter(run, true, &out.put_ms, &out.put_at_s, &out.put_errors);
+  run(false, &out.get_ms, &out.get_at_s, &out.get_errors);
   putter.join();
   return out;
 }
@@ -187,8 +201,21 @@ int Run(const Options& o) {
   for (auto& abuser : abusers) {
     if (abuser->name().find(o.only) == std::string::npos) continue;
     const std::vector<MemberSample> start = Sample(cluster);
+    const auto phase_start = Clock::now();
     abuser->Start();
+    // When the abuser settled (seconds into the phase; the phase's length if it never did).
+    std::atomic<double> settled_s{static_cast<double>(o.seconds)};
+    std::thread settle_watch([&] {
+      while (Clock::now() - phase_start < phase) {
+        if (abuser->Settled()) {
+          settled_s = std::chrono::duration<double>(Clock::now() - phase_start).count();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
     Latencies with = Measure(address, phase);
+    settle_watch.join();
     const std::vector<MemberSample> end = Sample(cluster);
     abuser->Stop();
     std::string rss;
@@ -206,6 +233,15 @@ int Run(const Options& o) {
                p, g, p / put_p99, g / get_p99, with.put_ms.size() + with.get_ms.size(),
                with.put_errors + with.get_errors, rss);
     fmt::print("{:<26} {}\n", "", abuser->Summary());
+    if (settled_s > 0.05 && settled_s < o.seconds - 1) {
+      // The same phase from the moment the abuser held what it opened: its steady state.
+      const double hp = P99(From(with.put_ms, with.put_at_s, settled_s));
+      const double hg = P99(From(with.get_ms, with.get_at_s, settled_s));
+      fmt::print(
+          "{:<26} {:>7.2f}ms {:>7.2f}ms {:>9.2f} {:>9.2f}  (held: from {:.1f} s, once "
+          "every stream was opened or refused)\n",
+          "  held", hp, hg, hp / put_p99, hg / get_p99, settled_s.load());
+    }
   }
 
   const std::vector<MemberSample> after = Sample(cluster);

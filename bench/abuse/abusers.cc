@@ -170,6 +170,10 @@ class UnreadKeepAliveAbuser final : public Abuser {
     channels_.clear();
   }
 
+  bool Settled() const override {
+    return opened_.load() >= static_cast<std::uint64_t>(streams_wanted_);
+  }
+
   std::string Summary() const override {
     return fmt::format("{} keep-alive streams open, {} keep-alives written, {} writes failed",
                        opened_.load(), written_.load(), write_failed_.load());

@@ -23,6 +23,9 @@ class Abuser {
   virtual void Stop() = 0;
   // One line: what the abuser sent and what the server answered.
   [[nodiscard]] virtual std::string Summary() const = 0;
+  // Whether the abuser reached the state it then holds (every stream it wanted opened or
+  // refused); until then it is also a flood of new streams.
+  [[nodiscard]] virtual bool Settled() const { return true; }
 };
 
 // (a) Txns of 127 full-range reads plus a put (128 ops, etcd's --max-txn-ops), back to back: the

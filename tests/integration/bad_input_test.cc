@@ -111,6 +111,51 @@ TEST_CASE("a write txn that reads past --max-txn-read-keys fails whole; the lead
   RequireServing(*cluster, 2, "after-abuse");
 }
 
+TEST_CASE("a client whose txns keep reading too much is refused without the count",
+          "[integration][bad_input]") {
+  auto cluster = StartCluster(3, {"--max-txn-read-keys", "10", "--txn-read-refusal-burst", "2",
+                                  "--txn-read-refusal-refill-ms", "600000"});
+  etcdserverpb::TxnRequest load;
+  for (int k = 0; k < 20; ++k) {
+    auto* put = load.add_success()->mutable_request_put();
+    put->set_key(fmt::format("bulk/{:02}", k));
+    put->set_value("v");
+  }
+  REQUIRE(Txn(*cluster, 0, load).ok());
+  REQUIRE(Eventually([&] {
+    return cluster->Metric(1, "epoch_kv_revision").value_or(0) >=
+           static_cast<double>(CurrentRevision(*cluster));
+  }));
+  etcdserverpb::TxnRequest abusive;
+  auto* range = abusive.add_success()->mutable_request_range();
+  range->set_key("bulk/");
+  range->set_range_end(PrefixEnd("bulk/"));
+  auto* put = abusive.add_success()->mutable_request_put();
+  put->set_key("abused");
+  put->set_value("x");
+  // The burst: counted and refused for their reads.
+  for (int i = 0; i < 2; ++i) {
+    CheckError(Txn(*cluster, 1, abusive), grpc::StatusCode::INVALID_ARGUMENT,
+               std::string(epoch::etcd_errors::kTxnReadTooLarge.message));
+  }
+  // Past it: refused at once, not counted again.
+  CheckError(Txn(*cluster, 1, abusive), grpc::StatusCode::RESOURCE_EXHAUSTED,
+             std::string(epoch::etcd_errors::kTooManyRequests.message));
+  CHECK(cluster->Metric(1, R"(epoch_txn_read_limit_refused_total{stage="precheck"})") == 2);
+  CHECK(cluster->Metric(1, "epoch_txn_read_limit_throttled_total") == 1);
+  // Txns that need no count still pass, and other members judge the client on their own.
+  etcdserverpb::TxnRequest cas;
+  auto* cmp = cas.add_compare();
+  cmp->set_key("bulk/00");
+  cmp->set_target(etcdserverpb::Compare::VERSION);
+  cmp->set_result(etcdserverpb::Compare::EQUAL);
+  cmp->set_version(1);
+  *cas.add_success()->mutable_request_put() = *put;
+  CHECK(Txn(*cluster, 1, cas).ok());
+  CheckError(Txn(*cluster, 2, abusive), grpc::StatusCode::INVALID_ARGUMENT,
+             std::string(epoch::etcd_errors::kTxnReadTooLarge.message));
+}
+
 TEST_CASE("oversized requests get 'request is too large' and write nothing",
           "[integration][bad_input]") {
   auto cluster = StartCluster();

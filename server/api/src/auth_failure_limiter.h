@@ -1,15 +1,9 @@
 // AuthFailureLimiter: brute-force protection of Authenticate, beyond etcd. Each user name and each
-// client address (the host of gRPC's peer string, without the port) has a token bucket of failed
-// attempts (NodeConfig::auth_failure_limits): `burst` tokens, one more every `refill`. An attempt
-// takes a token from both buckets before its password is checked (so concurrent guesses count);
-// a success gives them back. A failure that leaves a bucket empty blocks its key for `refill`;
-// each failure after that blocks it again for twice as long, at most `backoff_max`, until a
-// success (for the user's key) or a quiet period of `backoff_max` after the last block forgets
-// the blocks. A refused attempt costs no password check and extends nothing.
-//
-// Memory is bounded: at most kMaxKeys keys per kind; idle keys (full bucket, not blocked) are
-// dropped when the table is full, and a new key is not tracked while it stays full (the other
-// kind's bucket still limits that attempt).
+// client address (the host of gRPC's peer string, without the port) has a bucket of failed
+// attempts (epoch/failure_buckets.h; NodeConfig::auth_failure_limits). An attempt takes a token
+// from both buckets before its password is checked (so concurrent guesses count); a success gives
+// them back and forgives the user's blocks. A failure that empties a bucket blocks its key, for
+// twice as long each time up to the cap.
 //
 // Threading: thread-safe (one mutex, short holds). Time is passed in, so tests drive it.
 #pragma once
@@ -18,9 +12,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
-#include "epoch/node/node_config.h"
+#include "epoch/failure_buckets.h"
 
 namespace epoch::server {
 
@@ -30,10 +23,9 @@ namespace epoch::server {
 
 class AuthFailureLimiter {
  public:
-  using Clock = std::chrono::steady_clock;
-  static constexpr std::size_t kMaxKeys = 10'000;
+  using Clock = FailureBuckets::Clock;
 
-  explicit AuthFailureLimiter(const AuthFailureLimits& limits) : limits_(limits) {}
+  explicit AuthFailureLimiter(const FailureLimits& limits) : users_(limits), hosts_(limits) {}
 
   // Whether an attempt by `user` from `host` may check its password at `now`; if so it has taken
   // a token from both buckets, and Finish must follow.
@@ -43,23 +35,9 @@ class AuthFailureLimiter {
   void Finish(std::string_view user, std::string_view host, bool failed, Clock::time_point now);
 
  private:
-  struct Bucket {
-    double tokens = 0;
-    Clock::time_point refilled;
-    Clock::time_point blocked_until;
-    int blocks = 0;  // blocks since the last success or quiet period
-  };
-  using Table = std::unordered_map<std::string, Bucket>;
-
-  // The bucket of `key` refilled to `now`; nullptr when the table is full of active keys.
-  Bucket* Find(Table& table, std::string_view key, Clock::time_point now);
-  void Refill(Bucket& b, Clock::time_point now) const;
-  void AfterFailure(Bucket& b, Clock::time_point now) const;
-
-  const AuthFailureLimits limits_;
   std::mutex mu_;
-  Table users_;  // guarded by mu_
-  Table hosts_;  // guarded by mu_
+  FailureBuckets users_;  // guarded by mu_
+  FailureBuckets hosts_;  // guarded by mu_
 };
 
 }  // namespace epoch::server

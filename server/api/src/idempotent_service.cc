@@ -75,7 +75,7 @@ rpc::UnaryReactor* IdempotentService::Write(rpc::CallContext* ctx, const Status&
     reactor->Finish(ToGrpc(prepared));
     return reactor;
   }
-  WriteKv(node_, *ctx, std::move(internal),
+  WriteKv(node_, *ctx, &throttle_, std::move(internal),
           [this, reactor, response, extract](const Status& s, const v1::InternalResponse& r) {
             Count(OutcomeOf(s, r.replayed()));
             if (!s.ok()) return reactor->Finish(ToGrpc(s));

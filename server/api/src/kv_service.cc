@@ -15,7 +15,7 @@ template <typename Response, typename Extract>
 rpc::UnaryReactor* KvService::WriteThroughLog(rpc::CallContext* ctx, v1::InternalRequest request,
                                               Response* response, Extract extract) {
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
-  WriteKv(node_, *ctx, std::move(request),
+  WriteKv(node_, *ctx, &throttle_, std::move(request),
           [this, reactor, response, extract](const Status& s, const v1::InternalResponse& r) {
             if (!s.ok()) return reactor->Finish(ToGrpc(s));
             *response = extract(r);

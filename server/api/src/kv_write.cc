@@ -88,8 +88,8 @@ Status PrepareTxn(NodeContext& node, const rpc::CallContext& ctx,
   return Status::Ok();
 }
 
-void WriteKv(NodeContext& node, const rpc::CallContext& ctx, v1::InternalRequest request,
-             KvWriteDone done) {
+void WriteKv(NodeContext& node, const rpc::CallContext& ctx, TxnReadThrottle* throttle,
+             v1::InternalRequest request, KvWriteDone done) {
   Status size = ValidateRequestSize(request.ByteSizeLong(), node.config().limits);
   if (!size.ok()) return done(size, {});
   if (IsForwarded(ctx) && node.driver().status().role != raft::Role::kLeader) {
@@ -99,17 +99,23 @@ void WriteKv(NodeContext& node, const rpc::CallContext& ctx, v1::InternalRequest
   const bool precheck = request.has_txn() && read_keys_left > 0 && !IsForwarded(ctx) &&
                         MayReadPast(request.txn(), &read_keys_left);
   if (!precheck) return Propose(node, ctx.deadline(), std::move(request), std::move(done));
+  std::string caller = throttle != nullptr ? throttle->KeyOf(ctx) : std::string();
+  if (throttle != nullptr && !throttle->Admit(caller)) {
+    return done(etcd_errors::kTooManyRequests.ToStatus(), {});
+  }
   // --max-txn-read-keys before the log: the count (up to the bound, no values) runs on the read
   // pool, so a txn whose reads are already too many on the applied state costs neither this
   // gRPC thread nor the Raft thread. The apply-time bound stays for what passes.
-  asio::post(node.read_pool(), [&node, deadline = ctx.deadline(), request = std::move(request),
-                                done = std::move(done)]() mutable {
-    Status reads = node.store().PrecheckTxnReads(request.txn(), TxnReadBound::Of(request));
-    if (!reads.ok()) {
-      return node.client_queue().Dispatch([done, reads] { done(reads, {}); });
-    }
-    Propose(node, deadline, std::move(request), std::move(done));
-  });
+  asio::post(
+      node.read_pool(), [&node, throttle, caller = std::move(caller), deadline = ctx.deadline(),
+                         request = std::move(request), done = std::move(done)]() mutable {
+        Status reads = node.store().PrecheckTxnReads(request.txn(), TxnReadBound::Of(request));
+        if (throttle != nullptr) throttle->Finish(caller, reads);
+        if (!reads.ok()) {
+          return node.client_queue().Dispatch([done, reads] { done(reads, {}); });
+        }
+        Propose(node, deadline, std::move(request), std::move(done));
+      });
 }
 
 }  // namespace epoch::server

@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "epoch/api/txn_read_throttle.h"
 #include "epoch/node/node_context.h"
 #include "epoch/rpc/async_rpc.h"
 #include "epoch/status.h"
@@ -33,10 +34,11 @@ using KvWriteDone = std::function<void(const Status&, const v1::InternalResponse
 // forwarded here and this member does not lead (a forwarded write never travels a second hop),
 // or when it is a txn whose reads already pass --max-txn-read-keys on the applied state
 // (KvStore::PrecheckTxnReads, counted on the read pool before anything is proposed, for a txn
-// whose Range ops could pass it);
+// whose compares and Range ops could pass it), or when `throttle` (null: none) holds back the
+// counts of this caller, whose txns were refused so too often;
 // else proposes or forwards it (NodeContext::Write). `done` gets the response computed at apply
 // time, on an epoch-grpc thread.
-void WriteKv(NodeContext& node, const rpc::CallContext& ctx, v1::InternalRequest request,
-             KvWriteDone done);
+void WriteKv(NodeContext& node, const rpc::CallContext& ctx, TxnReadThrottle* throttle,
+             v1::InternalRequest request, KvWriteDone done);
 
 }  // namespace epoch::server

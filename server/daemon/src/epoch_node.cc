@@ -233,6 +233,8 @@ class EpochNode::Impl {
   // socket, read by the services' per-address limits and recorded by client_mux_ and
   // tls_relays_ (declared after them; the relays' loop stops in Shutdown).
   rpc::ClientPeers client_peers_;
+  // Txn read-count refusals per client address, for KV and Idempotent (after client_peers_).
+  std::unique_ptr<TxnReadThrottle> txn_read_throttle_;
   std::unique_ptr<KvService> kv_service_;
   std::unique_ptr<IdempotentService> idempotent_service_;
   std::unique_ptr<MaintenanceService> maintenance_service_;
@@ -494,8 +496,10 @@ void EpochNode::Impl::BuildServices() {
                                            peer_forwarder_.get());
   lease_manager_ = std::make_unique<LeaseManager>(*context_, LeaseOptions{});
   rpc_server_ = std::make_unique<rpc::Server>(config_.grpc_threads);
-  kv_service_ = std::make_unique<KvService>(*context_);
-  idempotent_service_ = std::make_unique<IdempotentService>(*context_);
+  txn_read_throttle_ =
+      std::make_unique<TxnReadThrottle>(config_.txn_read_refusal_limits, client_peers_);
+  kv_service_ = std::make_unique<KvService>(*context_, *txn_read_throttle_);
+  idempotent_service_ = std::make_unique<IdempotentService>(*context_, *txn_read_throttle_);
   maintenance_service_ = std::make_unique<MaintenanceService>(
       *context_, *snapshots_, config_.snapshot.archive_message_bytes, executors_.maintenance());
   cluster_service_ = std::make_unique<ClusterService>(*context_);
@@ -848,6 +852,7 @@ HttpReply EpochNode::Impl::Metrics() {
   peer_drops_.RenderMetrics(m);
   watch_service_->RenderMetrics(m);
   kv_service_->RenderMetrics(m);
+  txn_read_throttle_->RenderMetrics(m);
   idempotent_service_->RenderMetrics(m);
   auth_service_->RenderMetrics(m);
   jobs_service_->RenderMetrics(m);

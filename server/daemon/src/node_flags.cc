@@ -146,6 +146,28 @@ void AddIdempotencyFlags(CLI::App& app, NodeConfig::IdempotencyLimits& l) {
       ->check(CLI::Range(std::int64_t{1} << 16, std::int64_t{1} << 40));
 }
 
+// PREFIX-burst, PREFIX-refill-ms, PREFIX-backoff-max-ms for one epoch/failure_buckets.h limit;
+// `what` says what the burst counts. The defaults shown are the limits' own.
+void AddFailureLimitFlags(CLI::App& app, const std::string& prefix, const std::string& what,
+                          FailureLimits* limits) {
+  app.add_option(prefix + "-burst", limits->burst,
+                 fmt::format("{} (default {})", what, limits->burst))
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option_function<std::int64_t>(
+         prefix + "-refill-ms",
+         [limits](std::int64_t ms) { limits->refill = std::chrono::milliseconds(ms); },
+         fmt::format("One more allowed every this many ms; also the first block after the burst "
+                     "(default {})",
+                     limits->refill.count()))
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}));
+  app.add_option_function<std::int64_t>(
+         prefix + "-backoff-max-ms",
+         [limits](std::int64_t ms) { limits->backoff_max = std::chrono::milliseconds(ms); },
+         fmt::format("Longest block after repeated refusals; each block doubles (default {})",
+                     limits->backoff_max.count()))
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{86'400'000}));
+}
+
 }  // namespace
 
 void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
@@ -315,23 +337,15 @@ void AddNodeFlags(CLI::App& app, NodeFlags& f, NodeConfig& c) {
          "Seconds a simple token stays valid after its last use, on the cluster clock "
          "(etcd's flag, default 300)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{365} * 24 * 3600));
-  app.add_option("--auth-failure-burst", c.auth_failure_limits.burst,
-                 "Failed Authenticate attempts allowed at once per user and per client address "
-                 "(default 5)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option_function<std::int64_t>(
-         "--auth-failure-refill-ms",
-         [&c](std::int64_t ms) { c.auth_failure_limits.refill = std::chrono::milliseconds(ms); },
-         "One more failed attempt allowed every this many ms; also the first block after the "
-         "burst (default 10000)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}));
-  app.add_option_function<std::int64_t>(
-         "--auth-failure-backoff-max-ms",
-         [&c](std::int64_t ms) {
-           c.auth_failure_limits.backoff_max = std::chrono::milliseconds(ms);
-         },
-         "Longest block after repeated failed attempts; each block doubles (default 300000)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{86'400'000}));
+  AddFailureLimitFlags(app, "--auth-failure",
+                       "Failed Authenticate attempts allowed at once per user and per client "
+                       "address",
+                       &c.auth_failure_limits);
+  AddFailureLimitFlags(app, "--txn-read-refusal",
+                       "Txns refused for --max-txn-read-keys before the log allowed at once per "
+                       "client address; past them its txns that need the count are refused "
+                       "unread",
+                       &c.txn_read_refusal_limits);
   app.add_option("--bcrypt-cost", c.bcrypt_cost,
                  "Work of a password hash (etcd's flag): 2^(cost+7) PBKDF2-SHA256 iterations, "
                  "at most 2^30")

@@ -11,7 +11,7 @@ namespace {
 using Clock = AuthFailureLimiter::Clock;
 using std::chrono::milliseconds;
 
-constexpr AuthFailureLimits kLimits{3, milliseconds(1000), milliseconds(4000)};
+constexpr FailureLimits kLimits{3, milliseconds(1000), milliseconds(4000)};
 
 // One attempt at `now` that fails if admitted; whether it was admitted.
 bool Fail(AuthFailureLimiter& l, std::string_view user, std::string_view host,

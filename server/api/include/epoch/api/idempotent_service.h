@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "epoch/api/txn_read_throttle.h"
 #include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
 #include "epoch/rpc/async_rpc.h"
@@ -24,7 +25,9 @@ namespace epoch::server {
 
 class IdempotentService final : public v1::Idempotent::AsyncService {
  public:
-  explicit IdempotentService(NodeContext& node) : node_(node) {}
+  // `throttle`: as KvService's (the same one).
+  IdempotentService(NodeContext& node, TxnReadThrottle& throttle)
+      : node_(node), throttle_(throttle) {}
 
   // Registers every method of the service with `server` (before it starts).
   void Register(rpc::Server& server);
@@ -57,6 +60,7 @@ class IdempotentService final : public v1::Idempotent::AsyncService {
   }
 
   NodeContext& node_;
+  TxnReadThrottle& throttle_;
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Outcome::kCount)> outcomes_{};
 };
 

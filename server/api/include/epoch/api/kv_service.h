@@ -10,6 +10,7 @@
 
 #include <atomic>
 
+#include "epoch/api/txn_read_throttle.h"
 #include "epoch/metrics_text.h"
 #include "epoch/node/node_context.h"
 #include "epoch/rpc/async_rpc.h"
@@ -22,7 +23,8 @@ class KvService final : public etcdserverpb::KV::AsyncService {
   // Registers every method of the service with `server` (before it starts).
   void Register(rpc::Server& server);
 
-  explicit KvService(NodeContext& node) : node_(node) {}
+  // `throttle` (shared with IdempotentService) slows clients whose txns keep reading too much.
+  KvService(NodeContext& node, TxnReadThrottle& throttle) : node_(node), throttle_(throttle) {}
 
   rpc::UnaryReactor* Range(rpc::CallContext* ctx, const etcdserverpb::RangeRequest* request,
                            etcdserverpb::RangeResponse* response);
@@ -50,6 +52,7 @@ class KvService final : public etcdserverpb::KV::AsyncService {
   grpc::Status CheckResponseBytes(const google::protobuf::Message& response);
 
   NodeContext& node_;
+  TxnReadThrottle& throttle_;
   std::atomic<std::uint64_t> responses_refused_{0};
 };
 

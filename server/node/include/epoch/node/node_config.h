@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch/failure_buckets.h"
 #include "epoch/node/jwt_tokens.h"
 #include "epoch/raft/config.h"
 #include "epoch/rpc/tls.h"
@@ -71,12 +72,6 @@ struct ClientTlsConfig {
 // Brute-force protection of Authenticate: a token bucket of failed attempts per user and per
 // client address (`burst` failures, one more every `refill`); a failure that empties a bucket
 // blocks its key for `refill`, doubled by each failure after it, at most `backoff_max`.
-struct AuthFailureLimits {
-  int burst = 5;
-  std::chrono::milliseconds refill{10'000};
-  std::chrono::milliseconds backoff_max{300'000};
-};
-
 struct NodeConfig {
   std::string name;
   std::string data_dir;
@@ -163,7 +158,12 @@ struct NodeConfig {
   // Failed Authenticate attempts allowed per user and per client address (server/api/src/
   // auth_failure_limiter.h): --auth-failure-burst, --auth-failure-refill-ms,
   // --auth-failure-backoff-max-ms.
-  AuthFailureLimits auth_failure_limits;
+  FailureLimits auth_failure_limits;
+  // Txns refused for --max-txn-read-keys before the log, allowed per client address
+  // (epoch/api/txn_read_throttle.h): --txn-read-refusal-burst, --txn-read-refusal-refill-ms,
+  // --txn-read-refusal-backoff-max-ms.
+  FailureLimits txn_read_refusal_limits{20, std::chrono::milliseconds(100),
+                                        std::chrono::milliseconds(10'000)};
   // --auth-token jwt,...: signed tokens (epoch/node/jwt_tokens.h) instead of simple ones; the
   // options were checked by JwtTokens::Create when the flags were read.
   std::optional<JwtOptions> auth_jwt;
