@@ -180,6 +180,28 @@ void WatchHub::Dispatch() {
 }
 
 void WatchHub::DispatchRevisionLocked(const Published& item, Touched* touched) {
+  // Consecutive watchers mostly share a session (a stream holds up to 1000 of them): the touched
+  // set is only probed when the session changes.
+  const WatchSession* last_session = nullptr;
+  auto deliver = [&](const std::shared_ptr<Watcher>& watcher,
+                     const std::vector<const mvccpb::Event*>& events) {
+    std::shared_ptr<WatchSession> session = watcher->session.lock();
+    if (!session) return;
+    session->DeliverLocked(watcher, item.revision, events);
+    if (session.get() == last_session) return;
+    last_session = session.get();
+    touched->insert(std::move(session));
+  };
+  if (item.events->size() == 1) {
+    // One event (a put or a single delete, the common case): each wanting watcher takes it as
+    // is, with no per-watcher list to build.
+    const std::vector<const mvccpb::Event*> events{&item.events->front()};
+    ForEachWatcherWantingLocked(*events.front(), [&](const std::shared_ptr<Watcher>& w) {
+      deliver(w, events);
+      return true;
+    });
+    return;
+  }
   // Per watcher, the events of this revision it wants, in sub-revision order.
   std::unordered_map<std::shared_ptr<Watcher>, std::vector<const mvccpb::Event*>> wanted;
   for (const mvccpb::Event& event : *item.events) {
@@ -188,12 +210,7 @@ void WatchHub::DispatchRevisionLocked(const Published& item, Touched* touched) {
       return true;
     });
   }
-  for (const auto& [watcher, events] : wanted) {
-    std::shared_ptr<WatchSession> session = watcher->session.lock();
-    if (!session) continue;
-    session->DeliverLocked(watcher, item.revision, events);
-    touched->insert(std::move(session));
-  }
+  for (const auto& [watcher, events] : wanted) deliver(watcher, events);
 }
 
 template <typename Fn>
