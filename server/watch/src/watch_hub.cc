@@ -99,20 +99,25 @@ void WatchHub::ForEachWatcherWantingLocked(const mvccpb::Event& event, Fn&& fn) 
       if (w->spec.Wants(event) && !fn(w)) return;
     }
   }
-  for (const auto& w : range_watchers_) {
-    if (w->spec.Wants(event) && !fn(w)) return;
-  }
+  // The index found the range: only the filters are left to check.
+  range_watchers_.ForEachGroupCovering(event.kv().key(), [&](const RangeWatcherIndex::Group& g) {
+    if (!g.AnyWants(event.type())) return true;
+    for (const auto& w : g.watchers) {
+      if (w->spec.WantsType(event.type()) && !fn(w)) return false;
+    }
+    return true;
+  });
 }
 
 bool WatchHub::AnyWatcherMayWantLocked(const std::vector<mvccpb::Event>& events) const {
-  if (range_watchers_.size() > kRangeWatchersCheckedOnApply) return true;
   for (const mvccpb::Event& event : events) {
-    bool wanted = false;
-    ForEachWatcherWantingLocked(event, [&](const std::shared_ptr<Watcher>&) {
-      wanted = true;
-      return false;
-    });
-    if (wanted) return true;
+    auto it = key_watchers_.find(event.kv().key());
+    if (it != key_watchers_.end()) {
+      for (const auto& w : it->second) {
+        if (w->spec.WantsType(event.type())) return true;
+      }
+    }
+    if (range_watchers_.AnyWants(event)) return true;
   }
   return false;
 }
@@ -175,6 +180,28 @@ void WatchHub::Dispatch() {
 }
 
 void WatchHub::DispatchRevisionLocked(const Published& item, Touched* touched) {
+  // Consecutive watchers mostly share a session (a stream holds up to 1000 of them): the touched
+  // set is only probed when the session changes.
+  const WatchSession* last_session = nullptr;
+  auto deliver = [&](const std::shared_ptr<Watcher>& watcher,
+                     const std::vector<const mvccpb::Event*>& events) {
+    std::shared_ptr<WatchSession> session = watcher->session.lock();
+    if (!session) return;
+    session->DeliverLocked(watcher, item.revision, events);
+    if (session.get() == last_session) return;
+    last_session = session.get();
+    touched->insert(std::move(session));
+  };
+  if (item.events->size() == 1) {
+    // One event (a put or a single delete, the common case): each wanting watcher takes it as
+    // is, with no per-watcher list to build.
+    const std::vector<const mvccpb::Event*> events{&item.events->front()};
+    ForEachWatcherWantingLocked(*events.front(), [&](const std::shared_ptr<Watcher>& w) {
+      deliver(w, events);
+      return true;
+    });
+    return;
+  }
   // Per watcher, the events of this revision it wants, in sub-revision order.
   std::unordered_map<std::shared_ptr<Watcher>, std::vector<const mvccpb::Event*>> wanted;
   for (const mvccpb::Event& event : *item.events) {
@@ -183,12 +210,7 @@ void WatchHub::DispatchRevisionLocked(const Published& item, Touched* touched) {
       return true;
     });
   }
-  for (const auto& [watcher, events] : wanted) {
-    std::shared_ptr<WatchSession> session = watcher->session.lock();
-    if (!session) continue;
-    session->DeliverLocked(watcher, item.revision, events);
-    touched->insert(std::move(session));
-  }
+  for (const auto& [watcher, events] : wanted) deliver(watcher, events);
 }
 
 template <typename Fn>
@@ -196,7 +218,7 @@ void WatchHub::ForEachWatcherLocked(Fn&& fn) {
   for (const auto& [key, list] : key_watchers_) {
     for (const auto& w : list) fn(w);
   }
-  for (const auto& w : range_watchers_) fn(w);
+  range_watchers_.ForEachWatcher(fn);
 }
 
 void WatchHub::GapLocked(Revision through, Touched* touched) {
@@ -259,7 +281,7 @@ void WatchHub::AddLocked(const std::shared_ptr<Watcher>& watcher) {
   if (watcher->spec.single_key()) {
     key_watchers_[watcher->spec.key].push_back(watcher);
   } else {
-    range_watchers_.push_back(watcher);
+    range_watchers_.Add(watcher);
   }
 }
 
@@ -269,7 +291,7 @@ void WatchHub::RemoveLocked(const std::shared_ptr<Watcher>& watcher) {
     if (watcher->spec.prev_kv) store_.AddPrevValueReaders(-1);
   };
   if (!watcher->spec.single_key()) {
-    if (EraseWatcher(&range_watchers_, watcher)) erased();
+    if (range_watchers_.Remove(watcher)) erased();
     return;
   }
   auto it = key_watchers_.find(watcher->spec.key);

@@ -11,9 +11,7 @@ bool WatchSpec::Covers(std::string_view user_key) const {
 }
 
 bool WatchSpec::Wants(const mvccpb::Event& event) const {
-  if (event.type() == mvccpb::Event::PUT && no_put) return false;
-  if (event.type() == mvccpb::Event::DELETE && no_delete) return false;
-  return Covers(event.kv().key());
+  return WantsType(event.type()) && Covers(event.kv().key());
 }
 
 Result<WatchSpec> ParseWatchCreate(const etcdserverpb::WatchCreateRequest& request) {

@@ -119,19 +119,30 @@ TEST_CASE("revisions no watcher wants skip the dispatch; wanted ones are carried
   CHECK(RevisionsOf(EventsOf(later.received())) == Range(2, 6));
 }
 
-TEST_CASE("more range watchers than the applier checks: revisions are carried, not skipped",
-          "[watch][hub]") {
-  WatchFixture f;
+TEST_CASE("thousands of range watchers: an unwatched revision is still skipped", "[watch][hub]") {
+  WatchHubOptions options;
+  options.watchers_per_stream_max = 5000;
+  WatchFixture f(options);
   FakeStream s(f);
-  for (std::size_t i = 0; i <= WatchHub::kRangeWatchersCheckedOnApply; ++i) {
-    s.Create(CreateReq(fmt::format("r{}/", i), fmt::format("r{}0", i)));
+  for (std::size_t i = 0; i < 2000; ++i) {  // 2000 distinct ranges
+    s.Create(CreateReq(fmt::format("r{:04}/", i), fmt::format("r{:04}0", i)));
   }
+  for (std::size_t i = 0; i < 2000; ++i) s.Create(CreateReq("p/", "p0"));  // one shared prefix
+  pb::WatchCreateRequest no_put = CreateReq("x", "y");                     // puts filtered out
+  no_put.add_filters(pb::WatchCreateRequest::NOPUT);
+  s.Create(no_put);
   Settle(f, {&s});
-  f.Put("z", "1");
-  CHECK(f.hub().stats().unwatched == 0);
+  REQUIRE(f.hub().stats().watchers == 4001);
+  f.Put("z", "1");   // rev 2: no range covers it
+  f.Put("xa", "1");  // rev 3: covered, but its only watcher drops PUTs
+  CHECK(f.hub().stats().unwatched == 2);
+  CHECK(f.hub().dispatched_revision() == Revision(3));
+  f.Put("p/a", "1");      // rev 4: 2000 watchers of one range
+  f.Put("r0999/k", "1");  // rev 5: one watcher
+  CHECK(f.hub().stats().unwatched == 2);
   Settle(f, {&s});
-  CHECK(EventsOf(s.received()).empty());  // dispatched, and nobody wanted it
-  CHECK(f.hub().dispatched_revision() == Revision(2));
+  CHECK(EventsOf(s.received()).size() == 2001);
+  CHECK(f.hub().dispatched_revision() == Revision(5));
 }
 
 TEST_CASE("start_revision equal to the dispatched revision replays just that revision",

@@ -38,6 +38,7 @@
 
 #include "epoch/state/kv_store.h"
 #include "epoch/strong_int.h"
+#include "epoch/watch/range_watcher_index.h"
 #include "mvccpb/kv.pb.h"
 
 namespace epoch::server {
@@ -78,10 +79,6 @@ struct WatchHubStats {
 
 class WatchHub : public std::enable_shared_from_this<WatchHub> {
  public:
-  // Up to this many range watchers, the applier checks whether a revision is wanted before
-  // queuing it (SkipUnwatchedRevision); past it, every revision is queued.
-  static constexpr std::size_t kRangeWatchersCheckedOnApply = 16;
-
   // `dispatch` runs the dispatch rounds (wrapped in a strand here); `reads` runs history reads.
   // `store` must outlive the hub's last task.
   static std::shared_ptr<WatchHub> Create(const KvStore& store, asio::any_io_executor dispatch,
@@ -137,8 +134,8 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   WatchHub(const KvStore& store, asio::any_io_executor dispatch, asio::any_io_executor reads,
            WatchHubOptions options);
   bool SkipUnwatchedRevision(Revision revision, const std::vector<mvccpb::Event>& events);
-  // Whether some watcher may want one of `events` (mu_ held). Errs towards yes: past
-  // kRangeWatchersCheckedOnApply range watchers it does not look.
+  // Whether some watcher wants one of `events` (mu_ held). A hash lookup and an index lookup per
+  // event: cheap whatever the number of watchers.
   [[nodiscard]] bool AnyWatcherMayWantLocked(const std::vector<mvccpb::Event>& events) const;
   // Calls fn(watcher) for each watcher that wants `event` (key watchers of its key first, then
   // range watchers), until fn returns false (mu_ held).
@@ -178,9 +175,9 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   // Invariant: every round up to here is complete: each synced watcher has had every event of
   // revisions <= dispatched_ queued, each catching-up watcher has it in history or its buffer.
   Revision dispatched_;
-  // Single-key watchers by key; range and from-key watchers in a list.
+  // Single-key watchers by key; range and from-key watchers grouped by range in an interval index.
   std::unordered_map<std::string, std::vector<std::shared_ptr<Watcher>>> key_watchers_;
-  std::vector<std::shared_ptr<Watcher>> range_watchers_;
+  RangeWatcherIndex range_watchers_;
   std::unordered_set<std::shared_ptr<WatchSession>> progress_waiters_;
   WatchHubStats stats_;
 };

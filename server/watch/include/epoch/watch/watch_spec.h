@@ -51,6 +51,10 @@ struct WatchSpec {
   [[nodiscard]] bool single_key() const { return !from_key && range_end.empty(); }
   // Whether `user_key` lies in the watched range.
   [[nodiscard]] bool Covers(std::string_view user_key) const;
+  // Whether no filter drops events of `type`.
+  [[nodiscard]] bool WantsType(mvccpb::Event::EventType type) const {
+    return type == mvccpb::Event::PUT ? !no_put : !(type == mvccpb::Event::DELETE && no_delete);
+  }
   // Whether the watcher receives `event`: its key is covered and no filter drops its type.
   [[nodiscard]] bool Wants(const mvccpb::Event& event) const;
 };
