@@ -114,18 +114,29 @@ TEST_CASE("PostgreSQL: a racing older token waits on the row lock, then is rejec
   REQUIRE(b.store.Begin().ok());
   REQUIRE(b.store.FencedUpdate(Write("job-r", 2, 6, "running", "B stage 2")).applied());
 
-  // A (token 5) runs its guard concurrently; it must block on B's row lock.
+  // A (token 5) runs its guard concurrently; it must block on B's row lock. Catch2's assertions
+  // are not thread-safe, so A's thread only records its outcome and the test thread checks it.
+  struct AOutcome {
+    Status begun;
+    FencedWriteResult write = FencedWriteResult::Error(Status::Aborted("not run"));
+    Status ended;  // Commit if the write applied, else Rollback
+  };
   const std::string a_pid = std::to_string(PQbackendPID(a.conn.get()));
   auto a_result = std::async(std::launch::async, [&] {
-    REQUIRE(a.store.Begin().ok());
-    FencedWriteResult r = a.store.FencedUpdate(Write("job-r", 2, 5, "running", "A stage 2"));
-    if (r.applied()) {
-      REQUIRE(a.store.Commit().ok());
-    } else {
-      REQUIRE(a.store.Rollback().ok());
-    }
-    return r;
+    AOutcome out;
+    out.begun = a.store.Begin();
+    if (!out.begun.ok()) return out;
+    out.write = a.store.FencedUpdate(Write("job-r", 2, 5, "running", "A stage 2"));
+    out.ended = out.write.applied() ? a.store.Commit() : a.store.Rollback();
+    return out;
   });
+  const auto a_outcome = [&a_result] {
+    AOutcome out = a_result.get();
+    REQUIRE(out.begun.ok());
+    INFO("A's guarded write: " << out.write.ToString());
+    REQUIRE(out.ended.ok());
+    return out.write;
+  };
   const bool a_waits = Eventually(
       [&] {
         return QueryValue(observer.conn.get(),
@@ -137,13 +148,13 @@ TEST_CASE("PostgreSQL: a racing older token waits on the row lock, then is rejec
 
   if (b_commits) {
     REQUIRE(b.store.Commit().ok());
-    const FencedWriteResult r = a_result.get();
+    const FencedWriteResult r = a_outcome();
     REQUIRE(r.stale());  // re-evaluated against B's committed row
     CHECK(r.stale_token().current_token == FencingToken(6));
     CHECK(observer.store.ReadJob("job-r")->result == "B stage 2");
   } else {
     REQUIRE(b.store.Rollback().ok());
-    const FencedWriteResult r = a_result.get();
+    const FencedWriteResult r = a_outcome();
     REQUIRE(r.applied());  // B never committed: A's token is still the newest the row saw
     CHECK(observer.store.ReadJob("job-r")->result == "A stage 2");
   }

@@ -235,6 +235,79 @@ TEST_CASE("rpc::Server runs a bidi stream: held read, echoes, half-close, one On
   server.Stop();
 }
 
+// Starts each write on a thread of its own (as WatchSession::Flush does from the watch strand) and
+// frees the written response in OnWriteDone, on the queue thread. gRPC serialises the message
+// inside Write, before it queues the operation; ThreadSanitizer must see that order too.
+class OffThreadWriteStream final
+    : public rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
+ public:
+  explicit OffThreadWriteStream(std::atomic<int>& dones) : dones_(dones) { StartRead(&request_); }
+  ~OffThreadWriteStream() override {
+    if (writer_.joinable()) writer_.join();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::OK, ""));
+      return;
+    }
+    const std::int64_t id = request_.create_request().start_revision();
+    if (writer_.joinable()) writer_.join();  // its write completed: only its return is left
+    writer_ = std::thread([this, id] {
+      const etcdserverpb::WatchResponse* response = nullptr;
+      {
+        std::lock_guard lock(mu_);
+        in_flight_ = std::make_unique<etcdserverpb::WatchResponse>();
+        in_flight_->set_watch_id(id);
+        in_flight_->add_events()->mutable_kv()->set_key(std::string(64, 'k'));
+        response = in_flight_.get();
+      }
+      StartWrite(response);
+    });
+  }
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard lock(mu_);
+      in_flight_.reset();
+    }
+    if (ok) StartRead(&request_);
+  }
+  void OnDone() override {
+    ++dones_;
+    delete this;
+  }
+
+ private:
+  std::atomic<int>& dones_;
+  etcdserverpb::WatchRequest request_;  // queue thread only
+  std::thread writer_;                  // queue thread only
+  std::mutex mu_;
+  std::unique_ptr<etcdserverpb::WatchResponse> in_flight_;  // guarded by mu_
+};
+
+TEST_CASE("rpc::Server orders a write started off the queue thread before its OnWriteDone") {
+  Watch watch;
+  std::atomic<int> dones{0};
+  TestServer server{[&](rpc::Server& rpc) {
+    rpc.Bidi(&watch, &Watch::RequestWatch,
+             [&](rpc::CallContext*) { return new OffThreadWriteStream(dones); });
+  }};
+  auto stub = etcdserverpb::Watch::NewStub(server.channel());
+  grpc::ClientContext ctx;
+  auto stream = stub->Watch(&ctx);
+  for (std::int64_t i = 1; i <= 20; ++i) {
+    etcdserverpb::WatchRequest request;
+    request.mutable_create_request()->set_start_revision(i);
+    REQUIRE(stream->Write(request));
+    etcdserverpb::WatchResponse response;
+    REQUIRE(stream->Read(&response));
+    CHECK(response.watch_id() == i);
+  }
+  stream->WritesDone();
+  CHECK(stream->Finish().ok());
+  CHECK(Eventually([&] { return dones == 1; }));
+  server.Stop();
+}
+
 TEST_CASE("rpc::Server ends a stream the client cancelled: OnCancel, then OnDone") {
   EchoWatchServer echo;
   std::atomic<int>& dones = echo.dones;
