@@ -145,8 +145,25 @@ rpc::UnaryReactor* KvService::Compact(rpc::CallContext* ctx,
     return reactor;
   }
   *internal.mutable_compaction() = *request;
-  return WriteThroughLog(ctx, std::move(internal), response,
-                         [](const v1::InternalResponse& r) { return r.compaction(); });
+  if (!request->physical()) {
+    return WriteThroughLog(ctx, std::move(internal), response,
+                           [](const v1::InternalResponse& r) { return r.compaction(); });
+  }
+  // physical=true answers once this member's store has removed the compacted records (etcd
+  // waits for its background compaction the same way); the apply itself only records the
+  // compact revision (server/state/src/compaction.h).
+  rpc::UnaryReactor* reactor = ctx->DefaultReactor();
+  const Revision revision(request->revision());
+  WriteKv(node_, *ctx, std::move(internal),
+          [this, reactor, response, revision](const Status& s, const v1::InternalResponse& r) {
+            if (!s.ok()) return reactor->Finish(ToGrpc(s));
+            *response = r.compaction();
+            node_.FillHeader(response->mutable_header());
+            node_.store().WhenCompacted(revision, [reactor](const Status& done) {
+              reactor->Finish(done.ok() ? grpc::Status::OK : ToGrpc(done));
+            });
+          });
+  return reactor;
 }
 
 void KvService::Register(rpc::Server& server) {

@@ -785,6 +785,9 @@ void EpochNode::Impl::Shutdown() {
   if (removal_probe_) removal_probe_->Stop();
   // Forwarded writes still waiting for the leader end now, or the gRPC shutdown waits for them.
   if (peer_forwarder_) peer_forwarder_->Stop();
+  // So do Compact(physical) calls waiting for the store's compactor; the rest of its pass
+  // resumes at the next start.
+  if (store_) store_->StopCompactor();
   if (grpc_server_)
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   // gRPC has closed its connections; relays still open close with their loop.

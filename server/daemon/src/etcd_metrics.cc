@@ -51,6 +51,15 @@ void RenderStorage(MetricsText& m, const EtcdMetricSources& s) {
           s.store->ApproximateLiveBytes());
   m.Gauge("etcd_debugging_mvcc_keys_total", "Total number of keys.",
           s.store->IndexSizeNow().live_keys);
+  const CompactionMetrics& c = s.store->compaction_metrics();
+  m.Histogram("etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds",
+              "Bucketed histogram of index compaction pause duration.", c.index_pause);
+  m.Histogram("etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds",
+              "Bucketed histogram of db compaction pause duration.", c.batch_pause);
+  m.Histogram("etcd_debugging_mvcc_db_compaction_total_duration_milliseconds",
+              "Bucketed histogram of db compaction total duration.", c.pass_total);
+  m.Counter("etcd_debugging_mvcc_db_compaction_keys_total", "Total number of db keys compacted.",
+            c.records_deleted.load());
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "compaction.h"
 #include "epoch/etcd_errors.h"
 #include "epoch/state/alarms.h"
 #include "epoch/state/auth_state.h"
@@ -60,9 +59,9 @@ Status ApplyCompaction(const EntryContext& ctx, KvStore::Meta* meta,
     out->status = etcd_errors::kFutureRev.ToStatus();
     return Status::Ok();
   }
-  Result<CompactionStats> stats =
-      CompactHistory(ctx.index, ctx.reader->families(), ctx.batch, target);
-  if (!stats.ok()) return stats.status();
+  // Logical only (compaction.h): the batch records the compact revision, so reads below it fail
+  // from this batch on, on every replica; the store's compactor removes what it supersedes.
+  ctx.index->StageCompaction(target);
   meta->compact_revision = target;
   out->response.mutable_compaction()->mutable_header()->set_revision(meta->revision.value());
   return Status::Ok();
@@ -292,7 +291,6 @@ bool TxnReadsHistory(const pb::TxnRequest& txn) {
 
 bool ReadsHistory(const InternalRequest& request) {
   switch (request.request_case()) {
-    case InternalRequest::kCompaction: return true;
     case InternalRequest::kTxn: return TxnReadsHistory(request.txn());
     default: return false;
   }

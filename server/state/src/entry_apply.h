@@ -33,9 +33,9 @@ struct EntryContext {
 };
 
 // Whether applying `request` may read the per-key history or the revision records of earlier
-// entries (a compaction, or a txn with a Range at an explicit revision). WriteTxn writes those
-// tables past the pending batch's index, so such an entry must find every earlier entry in the
-// database itself (KvStore::ApplyBatch writes the batch out first).
+// entries (a txn with a Range at an explicit revision; a compaction reads none: compaction.h).
+// WriteTxn writes those tables past the pending batch's index, so such an entry must find every
+// earlier entry in the database itself (KvStore::ApplyBatch writes the batch out first).
 [[nodiscard]] bool ReadsHistory(const v1::InternalRequest& request);
 
 // Applies `request` on top of `*meta`, which is updated when the request succeeds (revision,

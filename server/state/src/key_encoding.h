@@ -48,6 +48,10 @@ inline constexpr char kIndexTombstone = 't';
 inline constexpr std::string_view kMetaAppliedIndex = "applied_index";
 inline constexpr std::string_view kMetaRevision = "revision";
 inline constexpr std::string_view kMetaCompactRevision = "compact_revision";
+// Every record a compaction to this revision removes is gone (compaction.h); written by the
+// compactor only, not part of the replicated state. Absent = -1 (a store from before it: the
+// first open runs a pass, which finds nothing to remove).
+inline constexpr std::string_view kMetaCompactFinished = "compact_finished";
 inline constexpr std::string_view kMetaClusterTime = "cluster_time_ms";
 inline constexpr std::string_view kMetaFormat = "format_version";
 // epoch.v1.StoredAlarms; absent = no alarm (stores written before alarms existed).

@@ -44,7 +44,7 @@ void KeyIndex::Publish() {
   std::unique_lock lock(mu_);
   for (Staged& s : staged_) {
     if (s.compaction) {
-      CompactLocked(s.entry.main);
+      compact_revision_ = std::max(compact_revision_, Revision(s.entry.main));
       continue;
     }
     auto it = keys_.find(s.key);
@@ -86,20 +86,30 @@ std::size_t KeyIndex::RemovedByCompaction(const History& h, std::int64_t compact
   return keep_last ? at_or_below - 1 : at_or_below;
 }
 
-void KeyIndex::CompactLocked(std::int64_t compact_to) {
-  for (auto it = keys_.begin(); it != keys_.end();) {
+std::optional<std::string> KeyIndex::CompactSome(std::string_view from, Revision compact_to,
+                                                 std::size_t max_entries,
+                                                 std::vector<RevisionPair>* removed) {
+  std::unique_lock lock(mu_);
+  std::size_t budget = max_entries;
+  std::size_t visits_left = 8 * std::max<std::size_t>(max_entries, 1);
+  for (auto it = keys_.lower_bound(from); it != keys_.end();) {
+    if (budget == 0 || visits_left-- == 0) return it->first;
     History& h = it->second;
-    const std::size_t removed = RemovedByCompaction(h, compact_to);
-    h.erase(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(removed));
-    entries_ -= removed;
+    const std::size_t n = std::min(RemovedByCompaction(h, compact_to.value()), budget);
+    for (std::size_t i = 0; i < n; ++i) removed->push_back(h[i].rev());
+    h.erase(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(n));
+    entries_ -= n;
+    budget -= n;
     if (h.empty()) {
-      it = keys_.erase(it);
-    } else {
-      if (h.capacity() > 2 * h.size() + 8) h.shrink_to_fit();
-      ++it;
+      it = keys_.erase(it);  // its last entry was a tombstone below compact_to: not live
+      continue;
     }
+    // Part of this key's superseded entries removed: continue with it in the next call.
+    if (RemovedByCompaction(h, compact_to.value()) > 0) return it->first;
+    if (h.capacity() > 2 * h.size() + 8) h.shrink_to_fit();
+    ++it;
   }
-  compact_revision_ = std::max(compact_revision_, Revision(compact_to));
+  return std::nullopt;
 }
 
 Status KeyIndex::LiveAt(const KeyRange& range, Revision rev,
@@ -119,19 +129,21 @@ std::optional<KeyIndex::Entry> KeyIndex::LastAt(std::string_view key, Revision r
   std::shared_lock lock(mu_);
   auto it = keys_.find(key);
   if (it == keys_.end()) return std::nullopt;
-  const Entry* e = LastAtOrBelow(it->second, rev.value());
+  const History& h = it->second;
+  const Entry* e = LastAtOrBelow(h, rev.value());
   if (e == nullptr) return std::nullopt;
+  if (rev < compact_revision_) {
+    // Below the compact revision the compaction keeps only the key's last entry at or below it,
+    // and only a put (e.main <= rev < compact revision): anything else is a leftover the
+    // compactor has not removed yet, and is answered as if it were gone.
+    if (e != LastAtOrBelow(h, compact_revision_.value()) || !e->put) return std::nullopt;
+  }
   return *e;
 }
 
-std::vector<RevisionPair> KeyIndex::CompactionPlan(Revision compact_to) const {
+Revision KeyIndex::compact_revision() const {
   std::shared_lock lock(mu_);
-  std::vector<RevisionPair> out;
-  for (const auto& [key, h] : keys_) {
-    const std::size_t removed = RemovedByCompaction(h, compact_to.value());
-    for (std::size_t i = 0; i < removed; ++i) out.push_back(h[i].rev());
-  }
-  return out;
+  return compact_revision_;
 }
 
 KeyIndex::Stats KeyIndex::stats() const {

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <utility>
 
+#include "compaction.h"
 #include "entry_apply.h"
 #include "key_encoding.h"
 #include "key_index.h"
@@ -348,6 +349,7 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOp
     EPOCH_RETURN_IF_ERROR(PutMeta(&batch, store->meta_, nullptr));
     EPOCH_RETURN_IF_ERROR(
         FromRocks(store->db_->Write(NoWalWrite(), batch.GetWriteBatch()), "init"));
+    store->compactor_->Start();
     return store;
   }
   store->meta_ = **loaded;
@@ -358,6 +360,12 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, KvStoreOp
     EPOCH_RETURN_IF_ERROR(store->DropIndexTable().Annotate("upgrade " + dir));
   }
   EPOCH_RETURN_IF_ERROR(store->RebuildIndex().Annotate("open " + dir));
+  // A compaction whose records were not all removed before the store closed resumes.
+  Result<std::optional<std::int64_t>> finished =
+      ReadMetaValue(store->db_.get(), kMetaCompactFinished);
+  if (!finished.ok()) return finished.status().Annotate("open " + dir);
+  store->compactor_->Reset(Revision(finished->value_or(-1)), store->meta_.compact_revision);
+  store->compactor_->Start();
   return store;
 }
 
@@ -380,9 +388,17 @@ KvStore::KvStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFam
       options_(std::move(options)),
       meta_(meta),
       latest_cache_(std::make_unique<LatestCache>()),
-      index_(std::make_unique<KeyIndex>()) {}
+      index_(std::make_unique<KeyIndex>()),
+      compaction_metrics_(std::make_unique<CompactionMetrics>()),
+      compactor_(std::make_unique<Compactor>(
+          db_.get(), families(), index_.get(),
+          CompactorOptions{options_.compaction_batch_entries,
+                           std::chrono::milliseconds(options_.compaction_batch_interval_ms),
+                           options_.background_compaction},
+          compaction_metrics_.get())) {}
 
 KvStore::~KvStore() {
+  compactor_->Stop();  // its batches write to the database
   for (rocksdb::ColumnFamilyHandle* h : handles_) (void)db_->DestroyColumnFamilyHandle(h);
   // Close() flushes memtables first unless skip_flush_on_close (avoid_flush_during_shutdown).
   rocksdb::Status s = db_->Close();
@@ -397,7 +413,11 @@ Status KvStore::WriteBatchAndPublish(rocksdb::WriteBatchWithIndex* batch, const 
   EPOCH_RETURN_IF_ERROR(FromRocks(db_->Write(NoWalWrite(), batch->GetWriteBatch()), "apply"));
   commit_latency_.Observe(std::chrono::steady_clock::now() - start);
   index_->Publish();  // before meta_: a reader at the new revision finds its entries
+  const bool compacted = meta.compact_revision != meta_.compact_revision;
   meta_ = meta;
+  // The batch holding the compact revision is written: the compactor may remove what it
+  // supersedes (compaction.h).
+  if (compacted) compactor_->Schedule(meta.compact_revision);
   return Status::Ok();
 }
 
@@ -511,6 +531,10 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
         "snapshot image at applied index " + std::to_string(meta.applied.value()) +
         " is older than the store (applied " + std::to_string(meta_.applied.value()) + ")");
   }
+  // The image may be in the middle of a physical compaction: its leftovers come along, and the
+  // pass resumes from its compact_finished (compaction.h).
+  Result<std::optional<std::int64_t>> finished = ReadMetaValue(image, kMetaCompactFinished);
+  if (!finished.ok()) return finished.status().Annotate("checkpoint " + checkpoint_dir);
   // The image's index, built before the lock: readers of this member do not wait for the scan.
   Result<KeyIndex::Map> index = ScanRevisionRecords(image, image_handles);
   if (!index.ok()) return index.status().Annotate("checkpoint " + checkpoint_dir);
@@ -529,6 +553,9 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
     }
     EPOCH_RETURN_IF_ERROR(FromRocks(it->status(), "read checkpoint " + checkpoint_dir));
   }
+  // No compaction batch in flight: one computed on the old index must not land on the new state
+  // or move the new compact_finished.
+  std::unique_lock<std::mutex> paused = compactor_->Pause();
   // Under mu_: a reader pairs its RocksDB snapshot with meta_, so it sees the old state with the
   // old meta or the new state with the new meta.
   std::lock_guard<std::mutex> lock(mu_);
@@ -540,6 +567,7 @@ Status KvStore::ReplaceWithCheckpoint(const std::string& checkpoint_dir) {
   // the old state (compact revision at most the image's) sees the new index: the same history,
   // Raft's log being one, or "compacted" below the image's compact revision.
   index_->Replace(std::move(*index), meta.compact_revision);
+  compactor_->Reset(Revision(finished->value_or(-1)), meta.compact_revision);
   return Status::Ok();
 }
 
@@ -600,6 +628,16 @@ Revision KvStore::CompactRevision() const {
   std::lock_guard<std::mutex> lock(mu_);
   return meta_.compact_revision;
 }
+
+Revision KvStore::CompactFinishedRevision() const { return compactor_->finished(); }
+
+void KvStore::WhenCompacted(Revision rev, std::function<void(const Status&)> done) {
+  compactor_->WhenFinished(rev, std::move(done));
+}
+
+void KvStore::StopCompactor() { compactor_->Stop(); }
+
+Result<bool> KvStore::RunCompactionBatch() { return compactor_->RunBatch(); }
 
 std::vector<StoreAlarm> KvStore::Alarms() const {
   std::lock_guard<std::mutex> lock(mu_);

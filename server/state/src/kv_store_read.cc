@@ -1,10 +1,13 @@
 // KvStore's read side: every method takes one ReadState (snapshot + its meta) and reads only
 // through it, so each answer reflects exactly one applied state.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <utility>
 
+#include "compaction.h"
 #include "epoch/etcd_errors.h"
 #include "epoch/state/kv_store.h"
 #include "key_encoding.h"
@@ -42,6 +45,62 @@ class Fnv1a64 {
  private:
   std::uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
+
+// Which history records at or below `compact` a compaction to it keeps, for a snapshot that may
+// still hold leftovers (compaction.h): per key, its last record at or below `compact`, if a put or
+// at `compact` itself. Empty when the snapshot's compact_finished says nothing is left over.
+struct KeptRecords {
+  bool filter = false;
+  std::vector<RevisionPair> kept;  // sorted
+  [[nodiscard]] bool Hashed(RevisionPair rev, std::int64_t compact) const {
+    return !filter || rev.main > compact || std::binary_search(kept.begin(), kept.end(), rev);
+  }
+};
+
+Result<KeptRecords> FindKeptRecords(const StoreReader& reader, Revision compact) {
+  KeptRecords out;
+  Result<std::optional<std::string>> finished = reader.Get(MetaKey(kMetaCompactFinished));
+  if (!finished.ok()) return finished.status();
+  std::int64_t done = -1;
+  if (finished->has_value() && !DecodeInt64(**finished, &done)) {
+    return Status::Corruption("bad meta value compact_finished");
+  }
+  if (done >= compact.value()) return out;
+  out.filter = true;
+  std::map<std::string, std::pair<RevisionPair, bool>, std::less<>> last;  // key -> (rev, put)
+  BoundedIterator it = reader.NewIterator(TableBounds(kRevisionTable));
+  RevisionPair pair;
+  v1::StoredEvent ev;
+  for (it.SeekToFirst(); it.Valid(); it.Next()) {
+    if (!ParseRevisionKey(it.key(), &pair)) return Status::Corruption("malformed revision key");
+    if (pair.main > compact.value()) break;
+    EPOCH_RETURN_IF_ERROR(ParseStoredEvent(it.value(), &ev));
+    last[ev.kv().key()] = {pair, ev.type() == mvccpb::Event::PUT};
+  }
+  EPOCH_RETURN_IF_ERROR(it.status());
+  for (const auto& [key, rev_put] : last) {
+    if (rev_put.second || rev_put.first.main == compact.value()) out.kept.push_back(rev_put.first);
+  }
+  std::sort(out.kept.begin(), out.kept.end());
+  return out;
+}
+
+// Adds the history records at or below `upto` to `h`, as a store whose compaction to `compact`
+// is finished holds them: the hash does not depend on the compactor's progress.
+Status HashHistory(const StoreReader& reader, Revision compact, std::int64_t upto, Fnv1a64* h) {
+  Result<KeptRecords> kept = FindKeptRecords(reader, compact);
+  if (!kept.ok()) return kept.status();
+  BoundedIterator it = reader.NewIterator(TableBounds(kRevisionTable));
+  RevisionPair pair;
+  for (it.SeekToFirst(); it.Valid(); it.Next()) {
+    if (!ParseRevisionKey(it.key(), &pair)) return Status::Corruption("malformed revision key");
+    if (pair.main > upto) break;
+    if (!kept->Hashed(pair, compact.value())) continue;
+    h->AddField(it.key());
+    h->AddField(it.value());
+  }
+  return it.status();
+}
 
 LeaseInfo ToLeaseInfo(const v1::StoredLease& l) {
   return LeaseInfo{LeaseId(l.id()), l.ttl_ms(), l.deadline_cluster_ms()};
@@ -116,36 +175,33 @@ Result<KvHash> KvStore::HashKV(Revision revision) const {
       ResolveReadRevision(revision.value(), meta.revision, meta.compact_revision);
   if (!rev.ok()) return rev.status();
   Fnv1a64 h;
-  BoundedIterator it = rs->reader().NewIterator(TableBounds(kRevisionTable));
-  RevisionPair pair;
-  for (it.SeekToFirst(); it.Valid(); it.Next()) {
-    if (!ParseRevisionKey(it.key(), &pair)) return Status::Corruption("malformed revision key");
-    if (pair.main > rev->value()) break;
-    h.AddField(it.key());
-    h.AddField(it.value());
-  }
-  EPOCH_RETURN_IF_ERROR(it.status());
+  EPOCH_RETURN_IF_ERROR(HashHistory(rs->reader(), meta.compact_revision, rev->value(), &h));
   const std::uint64_t v = h.value();
   return KvHash{static_cast<std::uint32_t>(v ^ (v >> 32)), meta.compact_revision, *rev};
 }
 
 Result<std::uint64_t> KvStore::StateHash() const {
   std::unique_ptr<ReadState> rs = AcquireRead();
+  // Not replicated: the applied index, and how far this member's compactor got.
   const std::string applied_key = MetaKey(kMetaAppliedIndex);
+  const std::string finished_key = MetaKey(kMetaCompactFinished);
   Fnv1a64 h;
   // In key order across both families (the tables before 'r', the history, the tables after
   // it), so the hash does not depend on which family holds which table.
   const StoredBounds history = TableBounds(kRevisionTable);
-  for (const StoredBounds& bounds :
-       {StoredBounds{"", history.lower}, history, StoredBounds{history.upper, ""}}) {
+  const auto hash_range = [&](const StoredBounds& bounds) {
     BoundedIterator it = rs->reader().NewIterator(bounds);
     for (it.SeekToFirst(); it.Valid(); it.Next()) {
-      if (it.key() == applied_key) continue;
+      if (it.key() == applied_key || it.key() == finished_key) continue;
       h.AddField(it.key());
       h.AddField(it.value());
     }
-    EPOCH_RETURN_IF_ERROR(it.status());
-  }
+    return it.status();
+  };
+  EPOCH_RETURN_IF_ERROR(hash_range(StoredBounds{"", history.lower}));
+  EPOCH_RETURN_IF_ERROR(HashHistory(rs->reader(), rs->meta().compact_revision,
+                                    std::numeric_limits<std::int64_t>::max(), &h));
+  EPOCH_RETURN_IF_ERROR(hash_range(StoredBounds{history.upper, ""}));
   return h.value();
 }
 
@@ -211,8 +267,16 @@ void KvStore::RenderMetrics(MetricsText& m) const {
   const IndexSize index = IndexSizeNow();
   m.Gauge("epoch_kv_index_keys", "Keys in the in-memory per-key history (live or not compacted).",
           index.keys);
-  m.Gauge("epoch_kv_index_revisions", "Revisions in the in-memory per-key history.",
+  m.Gauge("epoch_kv_index_revisions",
+          "Revisions in the in-memory per-key history (compacted ones until the compactor "
+          "removes them).",
           index.revisions);
+  m.Gauge("epoch_kv_compact_revision", "The compact revision: reads below it fail as compacted.",
+          CompactRevision().value());
+  m.Gauge("epoch_kv_compact_finished_revision",
+          "Every history record that compacting to this revision removes is gone from this "
+          "member's store (the background compactor's progress).",
+          CompactFinishedRevision().value());
   const std::pair<std::string_view, std::uint64_t> refused[] = {
       {"precheck", txn_reads_refused_early_.load()}, {"apply", txn_reads_refused_.load()}};
   m.LabeledCounter("epoch_txn_read_limit_refused_total",

@@ -132,11 +132,30 @@ TEST_CASE("key index: compaction keeps each key's value as of the compact revisi
   REQUIRE(index.Stage("a", {7, 0}, true).ok());
   index.Publish();
 
-  const std::vector<RevisionPair> plan = index.CompactionPlan(Revision(6));
-  CHECK(plan == std::vector<RevisionPair>{{2, 0}, {3, 1}, {4, 0}, {5, 0}});
   index.StageCompaction(Revision(6));
   REQUIRE(index.Stage("d", {8, 0}, true).ok());  // after the compaction, same batch
   index.Publish();
+  CHECK(index.stats().entries == 8);  // publishing removes nothing: the compactor does
+  CHECK(index.compact_revision() == Revision(6));
+  // Below the compact revision, only what the compaction keeps: a@3 (a's value as of 6), and
+  // neither b (deleted at 4) nor c's put at 5 (superseded by its tombstone at 6).
+  CHECK(index.LastAt("a", Revision(5))->main == 3);
+  CHECK_FALSE(index.LastAt("a", Revision(2)).has_value());
+  CHECK_FALSE(index.LastAt("b", Revision(3)).has_value());
+  CHECK_FALSE(index.LastAt("c", Revision(5)).has_value());
+
+  // One entry per call: a key's superseded entries may take several.
+  std::vector<RevisionPair> removed;
+  std::optional<std::string> from = "";
+  int calls = 0;
+  while (from.has_value()) {
+    from = index.CompactSome(*from, Revision(6), 1, &removed);
+    ++calls;
+    CHECK(index.LastAt("a", Revision(5))->main == 3);  // the same answer all along
+    CHECK_FALSE(index.LastAt("c", Revision(5)).has_value());
+  }
+  CHECK(removed == std::vector<RevisionPair>{{2, 0}, {3, 1}, {4, 0}, {5, 0}});
+  CHECK(calls >= 4);
 
   CHECK(index.stats().entries == 4);  // a@3, a@7, c@6 (tombstone at the revision), d@8
   CHECK(index.stats().keys == 3);     // b is gone
@@ -197,6 +216,12 @@ TEST_CASE("key index: readers run while the applier publishes and compacts",
     REQUIRE(index.Stage(rev % 3 == 0 ? "k" : "j" + std::to_string(rev % 7), {rev, 0}, true).ok());
     if (rev % 100 == 0) index.StageCompaction(Revision(rev - 50));
     index.Publish();
+    if (rev % 100 == 0) {
+      std::vector<RevisionPair> removed;
+      for (std::optional<std::string> from = ""; from.has_value();) {
+        from = index.CompactSome(*from, Revision(rev - 50), 4, &removed);
+      }
+    }
     published.store(rev);
   }
   stop.store(true);

@@ -12,7 +12,8 @@
 // index returned by Flush() (or contained in a checkpoint).
 //
 // Threading: one applier thread calls the mutating methods (Apply*, ReplaceWithCheckpoint);
-// Flush() and CreateCheckpoint() may run on any thread. Any number of threads may call the const
+// Flush() and CreateCheckpoint() may run on any thread. The store's own compactor thread removes
+// compacted history in the background (src/compaction.h). Any number of threads may call the const
 // read methods concurrently with it; each read sees one consistent applied state (a RocksDB
 // snapshot taken together with the revision it belongs to).
 #pragma once
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,6 +70,12 @@ struct KvStoreOptions {
   // etcd's watch does (ReadEvents with_prev_kv). epochd turns it on; its watch hub counts the
   // watchers that asked for prev_kv.
   bool lazy_prev_values = false;
+  // Physical compaction (src/compaction.h): superseded history entries removed per batch, and
+  // the pause between batches (etcd's compactionBatchLimit and compactionSleepInterval).
+  std::size_t compaction_batch_entries = 1000;
+  std::int64_t compaction_batch_interval_ms = 10;
+  // Off: no compactor thread; compacted history stays until RunCompactionBatch. Tests only.
+  bool background_compaction = true;
 };
 
 // One committed log entry to apply.
@@ -130,6 +138,23 @@ using PublishedMembers = std::vector<PublishedMember>;  // sorted by id
 
 class LatestCache;
 class KeyIndex;
+class Compactor;
+
+// etcd 3.4's mvcc compaction metrics (mvcc/metrics.go), in milliseconds as etcd's; observed by
+// the compactor's thread (src/compaction.h), read from any.
+struct CompactionMetrics {
+  // One batch: index lock held + RocksDB write (etcd_debugging_mvcc_db_compaction_pause_...).
+  Histogram batch_pause{Histogram::ExponentialBuckets(1, 2, 13)};
+  // The index part of a batch (etcd_debugging_mvcc_index_compaction_pause_duration_...).
+  Histogram index_pause{Histogram::ExponentialBuckets(0.5, 2, 12)};
+  // One pass to a target, first batch to last (etcd_debugging_mvcc_db_compaction_total_...).
+  Histogram pass_total{Histogram::ExponentialBuckets(100, 2, 14)};
+  // Revision records deleted (etcd_debugging_mvcc_db_compaction_keys_total).
+  std::atomic<std::uint64_t> records_deleted{0};
+  // A duration into a histogram whose bounds are milliseconds: Histogram counts seconds, so the
+  // duration is scaled by 1000 (its _sum then reads in milliseconds too).
+  static void ObserveMs(Histogram& h, std::chrono::nanoseconds d) { h.Observe(d * 1000); }
+};
 
 class KvStore {
  public:
@@ -179,6 +204,22 @@ class KvStore {
   [[nodiscard]] Revision CurrentRevision() const;
   // -1 until the first compaction (etcd's compactMainRev).
   [[nodiscard]] Revision CompactRevision() const;
+  // Physical compaction (src/compaction.h): every record that compacting to this revision
+  // removes is gone from this member's store (etcd's finishedCompactRev). At most
+  // CompactRevision(); below it while the compactor works in the background.
+  [[nodiscard]] Revision CompactFinishedRevision() const;
+  // Calls `done` once CompactFinishedRevision() >= `rev` (etcd's Compact with physical=true):
+  // at once on the calling thread if it already is, else on the compactor's thread; Unavailable
+  // if the store closes first. `done` must not block.
+  void WhenCompacted(Revision rev, std::function<void(const Status&)> done);
+  // Stops the compactor's thread and answers its waiters Unavailable (the node shutting down;
+  // what is left resumes at the next open). Any thread; idempotent.
+  void StopCompactor();
+  // Runs one batch of the physical compaction on the calling thread; returns whether work is
+  // left. For tests that turn background_compaction off.
+  Result<bool> RunCompactionBatch();
+  // etcd's mvcc compaction metrics.
+  [[nodiscard]] const CompactionMetrics& compaction_metrics() const { return *compaction_metrics_; }
   [[nodiscard]] std::int64_t ClusterTimeMs() const;
   // Under KvStoreOptions::lazy_prev_values: `delta` more (or fewer) consumers of applied events
   // need PUT events' previous values. Takes effect from the next ApplyBatch; a consumer must
@@ -304,6 +345,10 @@ class KvStore {
   std::unique_ptr<LatestCache> latest_cache_;
   // Every key's revisions since the compact revision (src/key_index.h).
   std::unique_ptr<KeyIndex> index_;
+  std::unique_ptr<CompactionMetrics> compaction_metrics_;
+  // Removes compacted history in the background (src/compaction.h); stopped first by ~KvStore,
+  // before the database closes.
+  std::unique_ptr<Compactor> compactor_;
   mutable std::atomic<int> prev_value_readers_{0};
   // Txns this replica applied as failed for reading past their entry's txn_read_keys_max.
   std::atomic<std::uint64_t> txn_reads_refused_{0};
