@@ -154,7 +154,7 @@ rpc::UnaryReactor* KvService::Compact(rpc::CallContext* ctx,
   // compact revision (server/state/src/compaction.h).
   rpc::UnaryReactor* reactor = ctx->DefaultReactor();
   const Revision revision(request->revision());
-  WriteKv(node_, *ctx, std::move(internal),
+  WriteKv(node_, *ctx, &throttle_, std::move(internal),
           [this, reactor, response, revision](const Status& s, const v1::InternalResponse& r) {
             if (!s.ok()) return reactor->Finish(ToGrpc(s));
             *response = r.compaction();
