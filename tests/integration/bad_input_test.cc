@@ -34,6 +34,20 @@ void CheckError(const grpc::Status& s, grpc::StatusCode code, const std::string&
   CHECK(s.error_message() == message);
 }
 
+// `reads` reads of every key under "bulk/", then a put of "abused".
+etcdserverpb::TxnRequest ReadsAndPut(int reads) {
+  etcdserverpb::TxnRequest txn;
+  for (int i = 0; i < reads; ++i) {
+    auto* range = txn.add_success()->mutable_request_range();
+    range->set_key("bulk/");
+    range->set_range_end(PrefixEnd("bulk/"));
+  }
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key("abused");
+  put->set_value("x");
+  return txn;
+}
+
 TEST_CASE("a write txn that reads past --max-txn-read-keys fails whole; the leader stays",
           "[integration][bad_input]") {
   auto cluster = StartCluster(3, {"--tick-ms", "10", "--heartbeat-ticks", "5",
@@ -60,15 +74,8 @@ TEST_CASE("a write txn that reads past --max-txn-read-keys fails whole; the lead
   }
 
   // 127 full-range reads (1.3 million key visits on the Raft thread, unbounded) and a put.
-  etcdserverpb::TxnRequest abusive;
-  for (int i = 0; i < 127; ++i) {
-    auto* range = abusive.add_success()->mutable_request_range();
-    range->set_key("bulk/");
-    range->set_range_end(PrefixEnd("bulk/"));
-  }
-  auto* put = abusive.add_success()->mutable_request_put();
-  put->set_key("abused");
-  put->set_value("x");
+  const etcdserverpb::TxnRequest abusive = ReadsAndPut(127);
+  const etcdserverpb::PutRequest* put = &abusive.success(127).request_put();
   for (int node = 0; node < 3; ++node) {
     CheckError(Txn(*cluster, node, abusive), grpc::StatusCode::INVALID_ARGUMENT,
                std::string(epoch::etcd_errors::kTxnReadTooLarge.message));
@@ -126,13 +133,8 @@ TEST_CASE("a client whose txns keep reading too much is refused without the coun
     return cluster->Metric(1, "epoch_kv_revision").value_or(0) >=
            static_cast<double>(CurrentRevision(*cluster));
   }));
-  etcdserverpb::TxnRequest abusive;
-  auto* range = abusive.add_success()->mutable_request_range();
-  range->set_key("bulk/");
-  range->set_range_end(PrefixEnd("bulk/"));
-  auto* put = abusive.add_success()->mutable_request_put();
-  put->set_key("abused");
-  put->set_value("x");
+  const etcdserverpb::TxnRequest abusive = ReadsAndPut(1);
+  const etcdserverpb::PutRequest* put = &abusive.success(1).request_put();
   // The burst: counted and refused for their reads.
   for (int i = 0; i < 2; ++i) {
     CheckError(Txn(*cluster, 1, abusive), grpc::StatusCode::INVALID_ARGUMENT,
