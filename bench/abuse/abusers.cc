@@ -32,8 +32,10 @@ class FullRangeTxnAbuser final : public Abuser {
   }
 
   std::string Summary() const override {
-    return fmt::format("{} txns sent, {} refused by --max-txn-read-keys, {} other errors, {} ok",
-                       sent_.load(), refused_.load(), errors_.load(), ok_.load());
+    return fmt::format(
+        "{} txns sent, {} refused by --max-txn-read-keys, {} refused uncounted (too many "
+        "requests: --txn-read-refusal-burst), {} other errors, {} ok",
+        sent_.load(), refused_.load(), throttled_.load(), errors_.load(), ok_.load());
   }
 
  private:
@@ -60,6 +62,8 @@ class FullRangeTxnAbuser final : public Abuser {
         ++ok_;
       } else if (status.error_message() == etcd_errors::kTxnReadTooLarge.message) {
         ++refused_;
+      } else if (status.error_message() == etcd_errors::kTooManyRequests.message) {
+        ++throttled_;
       } else {
         ++errors_;
       }
@@ -69,7 +73,7 @@ class FullRangeTxnAbuser final : public Abuser {
   const std::string address_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
-  std::atomic<std::uint64_t> sent_{0}, refused_{0}, errors_{0}, ok_{0};
+  std::atomic<std::uint64_t> sent_{0}, refused_{0}, throttled_{0}, errors_{0}, ok_{0};
 };
 
 class UnreadSnapshotAbuser final : public Abuser {
