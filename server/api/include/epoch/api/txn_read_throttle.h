@@ -3,9 +3,9 @@
 // visits on the read pool, which serves every member's reads, so refusals are limited per client
 // address over all its connections (rpc::ClientPeers) with epoch/failure_buckets.h
 // (--txn-read-refusal-burst, --txn-read-refusal-refill-ms, --txn-read-refusal-backoff-max-ms):
-// past them, its txns that need the count are refused at once with etcd's RESOURCE_EXHAUSTED
-// "etcdserver: too many requests" (etcd_errors::kTooManyRequests, which etcd clients back off
-// from), counted in epoch_txn_read_limit_throttled_total. Txns that
+// past them, its txns that need the count are refused at once with etcd's own RESOURCE_EXHAUSTED
+// error etcd_errors::kTooManyRequests (which etcd clients back off from), counted in
+// epoch_txn_read_limit_throttled_total. Txns that
 // pass the count give their token back, so a client whose txns are within the bound is never
 // slowed; neither are txns that need no count.
 //
