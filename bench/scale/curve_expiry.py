@@ -68,9 +68,7 @@ def run_point(cluster, bench, n, args):
             watch.stop()
         for ch in channels:
             ch.close()
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
     return rec
 
 

@@ -56,9 +56,7 @@ def run_point(cluster, bench, n, args):
             writer.stop()
         if channel:
             channel.close()
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
     return rec
 
 

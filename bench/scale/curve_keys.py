@@ -43,9 +43,7 @@ def run_point(cluster, bench, n, args):
         rec["ok"] = (rec["load_ok"] and rec["restart_ms"] is not None
                      and rec["catch_up_ms"] is not None and cells_ok(rec))
     finally:
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
         phase("stop")
     return rec
 

@@ -52,9 +52,7 @@ def leases_point_cpp(cluster, n, args):
                      and rec["expired_answers"] == 0
                      and rec["renewals_per_s"] >= 0.9 * rec["renewals_needed_per_s"])
     finally:
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
     return rec
 
 
@@ -92,9 +90,7 @@ def leases_point(cluster, n, args):
             streams.close()
         for ch in channels:
             ch.close()
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
     return rec
 
 

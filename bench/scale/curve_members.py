@@ -35,9 +35,7 @@ def run_point(cluster, bench, m, args):
         rec["term_changes"] = cluster.term() - term0
         rec["ok"] = rec["load_ok"] and cells_ok(rec)
     finally:
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
         cluster.set_members(3)
         phase("stop")
     return rec

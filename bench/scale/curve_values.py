@@ -50,9 +50,7 @@ def run_point(cluster, bench, v, args):
                              for i in range(1, cluster.members + 1)]
         rec["ok"] = r.get("rc") == 0 and r.get("errors") == 0
     finally:
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
     return rec
 
 

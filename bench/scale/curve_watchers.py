@@ -51,9 +51,7 @@ def run_point(cluster, bench, n, args):
     finally:
         if watchers:
             watchers.close()
-        cluster.stop()
-        if not args.keep_data:
-            cluster.drop_data()
+        cluster.finish(args.keep_data)
     return rec
 
 

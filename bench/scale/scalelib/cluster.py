@@ -141,6 +141,12 @@ class Cluster:
             except FileNotFoundError:
                 pass
 
+    def finish(self, keep_data):
+        """The end of a point: stop the members, and remove their data unless asked to keep it."""
+        self.stop()
+        if not keep_data:
+            self.drop_data()
+
     def drop_data(self):
         for i in range(1, MEMBERS_MAX + 1):
             shutil.rmtree(self.data_dir(i), ignore_errors=True)
