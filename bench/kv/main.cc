@@ -22,6 +22,7 @@
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "load_runner.h"
 #include "report.h"
+#include "tls_flags.h"
 #include "workload.h"
 
 namespace epoch::bench {
@@ -116,11 +117,7 @@ void AddFlags(CLI::App& app, Flags& f, LoadOptions& o) {
   app.add_option("--server-pids", o.server_pids,
                  "Comma-separated PIDs of local servers: report their CPU per operation")
       ->delimiter(',');
-  app.add_option("--cacert", f.tls.ca_file, "TLS: verify the servers with this CA bundle");
-  app.add_option("--cert", f.tls.cert_file, "TLS: client certificate");
-  app.add_option("--key", f.tls.key_file, "TLS: client key");
-  app.add_flag("--insecure-skip-tls-verify", f.tls.insecure_skip_verify,
-               "TLS without verifying the servers' certificates");
+  epoch::bench::AddTlsFlags(app, &f.tls);
   app.add_option("--user", f.user,
                  "Auth: name:password; the token goes on every call (etcd's \"token\" metadata)");
   app.add_flag("--no-prefill", f.no_prefill, "Do not put every key before the run");

@@ -21,6 +21,7 @@
 #include "epoch/client/tls.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "load_runner.h"
+#include "tls_flags.h"
 
 namespace {
 
@@ -243,11 +244,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", f.warmup_s,
                  "Seconds of keep-alives before measuring (default: TTL/3)");
   app.add_option("--server-pids", f.server_pids, "PIDs whose CPU time the window counts");
-  app.add_option("--cacert", f.tls.ca_file, "TLS: verify the servers with this CA bundle");
-  app.add_option("--cert", f.tls.cert_file, "TLS: client certificate");
-  app.add_option("--key", f.tls.key_file, "TLS: client key");
-  app.add_flag("--insecure-skip-tls-verify", f.tls.insecure_skip_verify,
-               "TLS: accept any server certificate");
+  epoch::bench::AddTlsFlags(app, &f.tls);
   CLI11_PARSE(app, argc, argv);
   return Run(f);
 }

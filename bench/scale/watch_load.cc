@@ -36,6 +36,7 @@
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "histogram.h"
 #include "load_runner.h"
+#include "tls_flags.h"
 #include "watch_stream.h"
 #include "workload.h"
 
@@ -467,11 +468,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100'000));
   app.add_option("--seed", f.seed, "Seed of the writer's key choice");
   app.add_option("--server-pids", f.server_pids, "PIDs whose CPU and RSS are sampled");
-  app.add_option("--cacert", f.tls.ca_file, "TLS: verify the servers with this CA bundle");
-  app.add_option("--cert", f.tls.cert_file, "TLS: client certificate");
-  app.add_option("--key", f.tls.key_file, "TLS: client key");
-  app.add_flag("--insecure-skip-tls-verify", f.tls.insecure_skip_verify,
-               "TLS: accept any server certificate");
+  epoch::bench::AddTlsFlags(app, &f.tls);
   CLI11_PARSE(app, argc, argv);
   if (f.put_rate * (f.warmup_s + f.window_s) > 10'000'000) {
     fmt::print(stderr, "--put-rate x (--warmup + --window) must stay under 10M puts\n");
