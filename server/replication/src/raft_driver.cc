@@ -91,7 +91,16 @@ void RaftDriver::Stop() {
 
 void RaftDriver::ScheduleTick() {
   // Relative wait: Now() may be a test clock that is not the timer's own.
-  tick_timer_.expires_after(std::max(next_tick_ - Now(), std::chrono::steady_clock::duration(0)));
+  const auto delay = std::max(next_tick_ - Now(), std::chrono::steady_clock::duration(0));
+  if (options_.schedule_tick) {
+    options_.schedule_tick(delay, [this] {
+      asio::post(strand_, [this] {
+        if (!stopped_) OnTick();
+      });
+    });
+    return;
+  }
+  tick_timer_.expires_after(delay);
   tick_timer_.async_wait([this](std::error_code ec) {
     if (ec || stopped_) return;
     OnTick();
@@ -404,7 +413,7 @@ void RaftDriver::ApplyCommitted(std::span<const raft::Entry> entries) {
     if (it == pending_proposals_.end()) continue;
     PendingProposal pending = std::move(it->second);
     pending_proposals_.erase(it);
-    if (fresh[i].term != pending.term) {
+    if (fresh[i].term != pending.term && !options_.mutations.answer_replaced_entry) {
       // Another leader's entry took this index: ours was never committed (Raft §5.3).
       ++counters_.proposals_failed;
       pending.done(LeaderChanged(), {});

@@ -87,6 +87,18 @@ struct RaftDriverOptions {
   std::function<void(const Status&)> on_fatal;
   // The monotonic clock ticks are derived from; tests substitute one that can jump (a pause).
   std::function<std::chrono::steady_clock::time_point()> clock;
+  // Where the tick timer waits. Absent: an Asio timer on the steady clock (epochd). The
+  // whole-node simulator (tests/nodesim) sets it with `clock`: it calls `fire` once, `delay` later
+  // on that clock, from the thread that polls the driver's io_context, and never after the driver
+  // is destroyed.
+  std::function<void(std::chrono::steady_clock::duration delay, std::function<void()> fire)>
+      schedule_tick;
+  // Planted bugs for the whole-node simulator's mutation tests (tests/nodesim); off in epochd.
+  struct Mutations {
+    // A proposal whose log index another leader's entry took is answered with that entry's
+    // outcome instead of "leader changed".
+    bool answer_replaced_entry = false;
+  } mutations;
 };
 
 // A consistent copy of the node's state for status endpoints and leader routing.
