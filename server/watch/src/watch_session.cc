@@ -450,8 +450,11 @@ void WatchSession::Flush() {
   queue_.pop_front();
   if (!in_flight_.watcher && control_queued_ > 0) --control_queued_;
   const etcdserverpb::WatchResponse* response = &in_flight_.response;
+  // Only Flush and Close take responses off the queue: a response written with `more` is always
+  // followed by another write (or by the end of the stream, which flushes gRPC's buffer).
+  const bool more = !queue_.empty();
   lock.unlock();
-  transport_.start_write(*response);
+  transport_.start_write(*response, more);
 }
 
 void WatchSession::OnWriteDone(bool ok) {

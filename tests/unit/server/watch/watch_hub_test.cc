@@ -384,7 +384,7 @@ class ThreadedStream {
  public:
   explicit ThreadedStream(const std::shared_ptr<WatchHub>& hub) {
     session_ =
-        WatchSession::Create(hub, WatchSession::Transport{[this](const pb::WatchResponse& r) {
+        WatchSession::Create(hub, WatchSession::Transport{[this](const pb::WatchResponse& r, bool) {
                                                             std::lock_guard lock(mu_);
                                                             pending_ = r;
                                                             cv_.notify_all();

@@ -11,7 +11,10 @@
 // WatchHub (the *Locked methods, hub lock held). Unit tests drive it directly.
 //
 // Threading: thread-safe. One write is in flight at a time: Transport::start_write is called
-// with no lock held, and the next one only after OnWriteDone().
+// with no lock held, and the next one only after OnWriteDone(). A write is started with `more`
+// set when another response is queued behind it, so the transport may hold it in its buffer and
+// send a burst in one socket write; the last response of a burst is started without `more`,
+// so nothing stays buffered once the queue is empty.
 #pragma once
 
 #include <deque>
@@ -64,8 +67,10 @@ struct Watcher {
 class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
   struct Transport {
-    // Starts writing `response` (valid until OnWriteDone()).
-    std::function<void(const etcdserverpb::WatchResponse&)> start_write;
+    // Starts writing `response` (valid until OnWriteDone()). `more`: another response is queued
+    // behind it and will be written next, so this one need not reach the socket before that one
+    // (gRPC's buffer hint); false for the last response queued.
+    std::function<void(const etcdserverpb::WatchResponse&, bool more)> start_write;
     // Fills cluster_id, member_id and raft_term of a header whose revision is already set.
     std::function<void(etcdserverpb::ResponseHeader*)> fill_header;
     // Whether the stream's caller may watch what `create` asks for (null: anyone). A refusal is
