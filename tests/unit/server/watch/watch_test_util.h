@@ -102,6 +102,16 @@ class WatchFixture {
   std::shared_ptr<WatchHub> hub_;
 };
 
+// `response` as the client reads it: serialized and parsed again (a session's responses carry
+// their events pre-serialized, as unknown fields, until then); nullopt if that fails or leaves
+// a field the client would not know.
+inline std::optional<pb::WatchResponse> OverTheWire(const pb::WatchResponse& response) {
+  pb::WatchResponse parsed;
+  if (!parsed.ParseFromString(response.SerializeAsString())) return std::nullopt;
+  if (!parsed.GetReflection()->GetUnknownFields(parsed).empty()) return std::nullopt;
+  return parsed;
+}
+
 // One watch stream whose writes complete only when acknowledged (Ack/AckAll), so a test can be
 // a fast client or a stalled one. Like gRPC with a buffer hint, a write started with `more` is
 // only buffered: it reaches the client when the next write without it is acknowledged
@@ -113,7 +123,8 @@ class FakeStream {
         fixture.hub_ptr(),
         WatchSession::Transport{[this](const pb::WatchResponse& r, bool more) {
                                   REQUIRE_FALSE(in_flight_.has_value());  // one write at a time
-                                  in_flight_ = r;
+                                  in_flight_ = OverTheWire(r);
+                                  REQUIRE(in_flight_.has_value());
                                   in_flight_more_ = more;
                                   if (more) ++hinted_writes_;
                                 },

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <vector>
 
+#include "epoch/watch/encoded_event.h"
 #include "epoch/watch/watch_hub.h"
 #include "epoch/watch/watch_spec.h"
 #include "etcdserverpb/rpc.pb.h"
@@ -56,7 +57,7 @@ struct Watcher {
   // kCatchingUp: wanted live events of revisions above buffer_floor, in revision order.
   struct BufferedRevision {
     Revision revision;
-    std::vector<mvccpb::Event> events;
+    std::vector<EncodedEvent> events;
   };
   std::vector<BufferedRevision> buffer;
   Revision buffer_floor;
@@ -99,9 +100,10 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   [[nodiscard]] WatcherState watcher_state(std::int64_t id) const;
 
   // --- for WatchHub: the hub lock is held; each takes the session mutex ---
-  // Live events of one revision that `watcher` wants (in sub-revision order).
+  // Live events of one revision that `watcher` wants (in sub-revision order); `encoder` holds
+  // the round's events serialized for every watcher that takes them.
   void DeliverLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                     const std::vector<const mvccpb::Event*>& events);
+                     const std::vector<const mvccpb::Event*>& events, RoundEncoder& encoder);
   // Events up to `through` were not carried live: the watcher must read them from history.
   void GapLocked(const std::shared_ptr<Watcher>& watcher, Revision through);
   // Periodic progress for one watcher (see WatchHub::TickProgress).
@@ -113,8 +115,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
 
  private:
   struct Outgoing {
-    etcdserverpb::WatchResponse response;
-    std::shared_ptr<Watcher> watcher;  // set on events responses: whose bytes these are
+    etcdserverpb::WatchResponse response;  // all but its events
+    std::vector<EncodedEvent> events;      // put into `response` when its write starts
+    std::shared_ptr<Watcher> watcher;      // set on events responses: whose bytes these are
     std::size_t event_bytes = 0;
     bool mergeable = false;  // an events response later revisions may be appended to
   };
@@ -130,9 +133,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   void QueueControlLocked(etcdserverpb::WatchResponse response);
   // Queues the events of one revision for `watcher` and advances its `next` past it.
   void QueueRevisionLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                           std::vector<mvccpb::Event> events, std::size_t bytes);
+                           std::vector<EncodedEvent> events, std::size_t bytes);
   void QueueFragmentsLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                            std::vector<mvccpb::Event> events);
+                            std::vector<EncodedEvent> events);
   // Synced -> catching up: live events go to the buffer, history from `next` is read.
   void FallBehindLocked(const std::shared_ptr<Watcher>& watcher, Revision through);
   // History, not the live round, must bring this watcher everything through `through` (the live
