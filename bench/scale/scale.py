@@ -48,9 +48,21 @@ def parse_args():
     ap.add_argument("--curves", default=",".join(c.NAME for c in CURVES))
     ap.add_argument("--keys", help="key counts (default 10k,100k,1m; quick 2k)")
     ap.add_argument("--values", help="value sizes (default 256,16kib,256kib,1mib; quick 64kib)")
-    ap.add_argument("--watchers", help="watcher counts (default 1,1k,10k; quick 100)")
+    ap.add_argument("--watchers",
+                    help="watcher counts (default 1,1k,10k,50k; Python client 1,1k,10k; quick 100)")
     ap.add_argument("--watch-put-rate", type=float, default=100.0,
                     help="puts per second during the watchers curve (one client, one at a time)")
+    ap.add_argument("--watch-client", choices=["c++", "python"], default="c++",
+                    help="watch client: bench/scale's epoch_watch_load (when built) or Python "
+                         "(distinct keys only, no CPU or throughput figures)")
+    ap.add_argument("--watch-modes", default="distinct,prefix",
+                    help="watchers on distinct keys and/or all on one prefix (C++ client)")
+    ap.add_argument("--watch-prefix-deliveries", type=float, default=50000.0,
+                    help="prefix mode: the writer's rate is lowered to ask for at most this many "
+                         "events per second")
+    ap.add_argument("--watch-put-clients", type=int, default=256,
+                    help="closed-loop put clients of the throughput without/with the watchers "
+                         "(C++ client; 0: not measured)")
     ap.add_argument("--leases", help="lease counts (default 1k,10k,100k; quick 100)")
     ap.add_argument("--lease-client", choices=["c++", "python"], default="c++",
                     help="keep-alive client: bench/scale's epoch_lease_load (when built) or Python")
@@ -78,7 +90,14 @@ def parse_args():
     q = args.quick
     args.keys = parse_sizes(args.keys or ("2k" if q else "10k,100k,1m"))
     args.values = parse_sizes(args.values or ("64kib" if q else "256,16kib,256kib,1mib"))
-    args.watchers = parse_sizes(args.watchers or ("100" if q else "1,1k,10k"))
+    watch_load = os.path.join(args.build, "bench", "scale", "epoch_watch_load")
+    args.watch_load = (watch_load if args.watch_client == "c++" and os.access(watch_load, os.X_OK)
+                       else None)
+    args.watch_modes = args.watch_modes.split(",")
+    if set(args.watch_modes) - {"distinct", "prefix"}:
+        ap.error("--watch-modes: distinct and/or prefix")
+    args.watchers = parse_sizes(args.watchers or (
+        "100" if q else "1,1k,10k,50k" if args.watch_load else "1,1k,10k"))
     args.leases = parse_sizes(args.leases or ("100" if q else "1k,10k,100k"))
     args.history_revisions = parse_sizes(args.history_revisions or ("20k" if q else "1m"))
     args.members = parse_sizes(args.members or ("3" if q else "3,5"))

@@ -39,14 +39,13 @@ class WatchService::Stream final
     std::weak_ptr<Stream> weak = self_;
     NodeContext& node = service_.node_;
     session_ = WatchSession::Create(
-        service_.hub_, WatchSession::Transport{[weak](const etcdserverpb::WatchResponse& response) {
-                                                 if (auto stream = weak.lock())
-                                                   stream->Write(response);
-                                               },
-                                               [&node](etcdserverpb::ResponseHeader* header) {
-                                                 node.FillHeader(header);
-                                               },
-                                               AuthorizeCreate()});
+        service_.hub_,
+        WatchSession::Transport{
+            [weak](const etcdserverpb::WatchResponse& response, bool more) {
+              if (auto stream = weak.lock()) stream->Write(response, more);
+            },
+            [&node](etcdserverpb::ResponseHeader* header) { node.FillHeader(header); },
+            AuthorizeCreate()});
     StartRead(&request_);
   }
 
@@ -127,13 +126,18 @@ class WatchService::Stream final
     };
   }
 
-  void Write(const etcdserverpb::WatchResponse& response) {
+  // `more`: the session writes another response right after this one. gRPC then keeps this one
+  // in the stream's buffer (it completes at once) and sends the burst in one socket write when
+  // the last response, written without the hint, arrives — or when Finish ends the stream.
+  void Write(const etcdserverpb::WatchResponse& response, bool more) {
     {
       std::lock_guard lock(mu_);
       if (finishing_) return;  // the session is closed; nothing more goes out
       writing_ = true;
     }
-    StartWrite(&response);
+    grpc::WriteOptions options;
+    if (more) options.set_buffer_hint();
+    StartWrite(&response, options);
   }
 
   WatchService& service_;

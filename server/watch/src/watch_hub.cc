@@ -183,11 +183,13 @@ void WatchHub::DispatchRevisionLocked(const Published& item, Touched* touched) {
   // Consecutive watchers mostly share a session (a stream holds up to 1000 of them): the touched
   // set is only probed when the session changes.
   const WatchSession* last_session = nullptr;
+  // Each event is serialized once for all the watchers that take it.
+  RoundEncoder encoder(*item.events);
   auto deliver = [&](const std::shared_ptr<Watcher>& watcher,
                      const std::vector<const mvccpb::Event*>& events) {
     std::shared_ptr<WatchSession> session = watcher->session.lock();
     if (!session) return;
-    session->DeliverLocked(watcher, item.revision, events);
+    session->DeliverLocked(watcher, item.revision, events, encoder);
     if (session.get() == last_session) return;
     last_session = session.get();
     touched->insert(std::move(session));

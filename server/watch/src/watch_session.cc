@@ -10,15 +10,6 @@
 namespace epoch::server {
 namespace {
 
-// The events a watcher receives: prev_kv only when it asked for it.
-mvccpb::Event CopyForWatcher(const mvccpb::Event& event, bool prev_kv) {
-  mvccpb::Event out;
-  out.set_type(event.type());
-  *out.mutable_kv() = event.kv();
-  if (prev_kv && event.has_prev_kv()) *out.mutable_prev_kv() = event.prev_kv();
-  return out;
-}
-
 // A PUT that replaced a live version but carries no prev_kv: the applier left it out
 // (KvStoreOptions::lazy_prev_values), so a watcher that wants it reads the revision from history.
 bool LacksPrevValue(const std::vector<const mvccpb::Event*>& events) {
@@ -26,12 +17,6 @@ bool LacksPrevValue(const std::vector<const mvccpb::Event*>& events) {
     if (e->type() == mvccpb::Event::PUT && e->kv().version() > 1 && !e->has_prev_kv()) return true;
   }
   return false;
-}
-
-std::size_t EventBytes(const std::vector<mvccpb::Event>& events) {
-  std::size_t bytes = 0;
-  for (const mvccpb::Event& e : events) bytes += e.ByteSizeLong();
-  return bytes;
 }
 
 }  // namespace
@@ -203,7 +188,8 @@ void WatchSession::Close() {
 // --- Live delivery (hub lock held) ---------------------------------------------------------
 
 void WatchSession::DeliverLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                                 const std::vector<const mvccpb::Event*>& events) {
+                                 const std::vector<const mvccpb::Event*>& events,
+                                 RoundEncoder& encoder) {
   std::lock_guard lock(mu_);
   if (closed_ || watcher->state == WatcherState::kCanceled) return;
   if (watcher->state == WatcherState::kSynced && revision < watcher->next) return;
@@ -213,10 +199,10 @@ void WatchSession::DeliverLocked(const std::shared_ptr<Watcher>& watcher, Revisi
     LeaveToHistoryLocked(watcher, revision);
     return;
   }
-  std::vector<mvccpb::Event> copy;
+  std::vector<EncodedEvent> copy;
   copy.reserve(events.size());
-  for (const mvccpb::Event* e : events) copy.push_back(CopyForWatcher(*e, watcher->spec.prev_kv));
-  const std::size_t bytes = EventBytes(copy);
+  for (const mvccpb::Event* e : events) copy.push_back(encoder.Encode(e, watcher->spec.prev_kv));
+  const std::size_t bytes = EncodedBytes(copy);
   const std::size_t max_bytes = hub_->options().watcher_pending_bytes_max;
 
   if (watcher->state == WatcherState::kSynced) {
@@ -291,7 +277,7 @@ void WatchSession::ProgressTickLocked(const std::shared_ptr<Watcher>& watcher,
 // --- Building events responses (session mutex held) -------------------------------------------
 
 void WatchSession::QueueRevisionLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                                       std::vector<mvccpb::Event> events, std::size_t bytes) {
+                                       std::vector<EncodedEvent> events, std::size_t bytes) {
   watcher->next = std::max(watcher->next, revision.Next());
   if (events.empty()) return;
   watcher->queued_bytes += bytes;
@@ -305,7 +291,7 @@ void WatchSession::QueueRevisionLocked(const std::shared_ptr<Watcher>& watcher, 
   if (!queue_.empty()) {
     Outgoing& back = queue_.back();
     if (back.mergeable && back.watcher == watcher && back.event_bytes + bytes <= max_response) {
-      for (mvccpb::Event& e : events) *back.response.add_events() = std::move(e);
+      for (EncodedEvent& e : events) back.events.push_back(std::move(e));
       back.response.mutable_header()->set_revision(revision.value());
       back.event_bytes += bytes;
       return;
@@ -313,7 +299,7 @@ void WatchSession::QueueRevisionLocked(const std::shared_ptr<Watcher>& watcher, 
   }
   Outgoing out;
   out.response = NewResponse(watcher->id, revision);
-  for (mvccpb::Event& e : events) *out.response.add_events() = std::move(e);
+  out.events = std::move(events);
   out.watcher = watcher;
   out.event_bytes = bytes;
   out.mergeable = true;
@@ -321,23 +307,23 @@ void WatchSession::QueueRevisionLocked(const std::shared_ptr<Watcher>& watcher, 
 }
 
 void WatchSession::QueueFragmentsLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                                        std::vector<mvccpb::Event> events) {
+                                        std::vector<EncodedEvent> events) {
   // etcd's sendFragments: as many events per fragment as fit (at least one); every fragment but
   // the last has fragment=true; the client joins them.
   const std::size_t max_response = hub_->options().response_bytes_max;
   Outgoing out;
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    const std::size_t size = events[i].ByteSizeLong();
-    if (out.response.events_size() > 0 && out.event_bytes + size > max_response) {
+  for (EncodedEvent& event : events) {
+    const std::size_t size = event->size();
+    if (!out.events.empty() && out.event_bytes + size > max_response) {
       out.response.set_fragment(true);
       queue_.push_back(std::move(out));
       out = Outgoing{};
     }
-    if (out.response.events_size() == 0) {
+    if (out.events.empty()) {
       out.response = NewResponse(watcher->id, revision);
       out.watcher = watcher;
     }
-    *out.response.add_events() = std::move(events[i]);
+    out.events.push_back(std::move(event));
     out.event_bytes += size;
   }
   queue_.push_back(std::move(out));
@@ -410,14 +396,14 @@ void WatchSession::ApplyHistoryLocked(const std::shared_ptr<Watcher>& watcher,
   std::size_t i = 0;
   while (i < batch.events.size()) {
     const Revision revision = batch.revisions[i];
-    std::vector<mvccpb::Event> events;
+    std::vector<EncodedEvent> events;
     for (; i < batch.events.size() && batch.revisions[i] == revision; ++i) {
       if (revision >= watcher->next && watcher->spec.Wants(batch.events[i])) {
-        events.push_back(CopyForWatcher(batch.events[i], watcher->spec.prev_kv));
+        events.push_back(EncodeEvent(batch.events[i], watcher->spec.prev_kv));
       }
     }
     if (revision < watcher->next) continue;
-    const std::size_t bytes = EventBytes(events);
+    const std::size_t bytes = EncodedBytes(events);
     QueueRevisionLocked(watcher, revision, std::move(events), bytes);
   }
   // Revisions without wanted events are covered too. Never move `next` back (a future start).
@@ -433,7 +419,7 @@ void WatchSession::FinishCatchUpLocked(const std::shared_ptr<Watcher>& watcher,
   watcher->buffer_bytes = 0;
   for (Watcher::BufferedRevision& b : buffer) {
     if (b.revision < watcher->next) continue;
-    const std::size_t bytes = EventBytes(b.events);
+    const std::size_t bytes = EncodedBytes(b.events);
     QueueRevisionLocked(watcher, b.revision, std::move(b.events), bytes);
   }
   watcher->next = std::max(watcher->next, dispatched.Next());
@@ -450,8 +436,13 @@ void WatchSession::Flush() {
   queue_.pop_front();
   if (!in_flight_.watcher && control_queued_ > 0) --control_queued_;
   const etcdserverpb::WatchResponse* response = &in_flight_.response;
+  // Only Flush and Close take responses off the queue: a response written with `more` is always
+  // followed by another write (or by the end of the stream, which flushes gRPC's buffer).
+  const bool more = !queue_.empty();
   lock.unlock();
-  transport_.start_write(*response);
+  // in_flight_ is this writer's until OnWriteDone: the events go in without the lock.
+  AppendEncodedEvents(in_flight_.events, &in_flight_.response);
+  transport_.start_write(*response, more);
 }
 
 void WatchSession::OnWriteDone(bool ok) {

@@ -308,6 +308,78 @@ TEST_CASE("rpc::Server orders a write started off the queue thread before its On
   server.Stop();
 }
 
+// Answers a request with a burst of start_revision responses (watch_id 0, 1, ...), each but the
+// last written with gRPC's buffer hint; with key "finish" every one carries the hint and the
+// stream then finishes. The stream's very first write carries the hint too: the layer must drop
+// it there (gRPC fails a hinted write that carries the initial metadata).
+class BurstStream final
+    : public rpc::BidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
+ public:
+  BurstStream() { StartRead(&request_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status::OK);
+    burst_ = request_.create_request().start_revision();
+    finish_after_ = request_.create_request().key() == "finish";
+    next_ = 0;
+    WriteNext();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) return;
+    if (next_ < burst_) return WriteNext();
+    if (finish_after_) return Finish(grpc::Status::OK);
+    StartRead(&request_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    response_.set_watch_id(next_++);
+    grpc::WriteOptions options;
+    if (next_ < burst_ || finish_after_) options.set_buffer_hint();
+    StartWrite(&response_, options);
+  }
+
+  etcdserverpb::WatchRequest request_;
+  etcdserverpb::WatchResponse response_;
+  std::int64_t burst_ = 0;
+  std::int64_t next_ = 0;
+  bool finish_after_ = false;
+};
+
+TEST_CASE(
+    "rpc::Server sends a buffer-hinted burst once a write without the hint or Finish follows") {
+  Watch watch;
+  TestServer server{[&](rpc::Server& rpc) {
+    rpc.Bidi(&watch, &Watch::RequestWatch, [](rpc::CallContext*) { return new BurstStream(); });
+  }};
+  auto stub = etcdserverpb::Watch::NewStub(server.channel());
+  const bool by_finish = GENERATE(false, true);
+  CAPTURE(by_finish);
+  grpc::ClientContext ctx;
+  // A response left in the server's buffer would block Read: the deadline turns that into a
+  // failure.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = stub->Watch(&ctx);
+  // Two bursts on one stream, the second larger than gRPC's 64 KiB write buffer.
+  for (const std::int64_t burst : {200, 20000}) {
+    etcdserverpb::WatchRequest request;
+    request.mutable_create_request()->set_start_revision(burst);
+    if (by_finish && burst == 20000) request.mutable_create_request()->set_key("finish");
+    REQUIRE(stream->Write(request));
+    for (std::int64_t i = 0; i < burst; ++i) {
+      CAPTURE(burst, i);
+      etcdserverpb::WatchResponse response;
+      REQUIRE(stream->Read(&response));
+      REQUIRE(response.watch_id() == i);
+    }
+  }
+  stream->WritesDone();
+  etcdserverpb::WatchResponse extra;
+  CHECK_FALSE(stream->Read(&extra));
+  CHECK(stream->Finish().ok());
+  server.Stop();
+}
+
 TEST_CASE("rpc::Server ends a stream the client cancelled: OnCancel, then OnDone") {
   EchoWatchServer echo;
   std::atomic<int>& dones = echo.dones;

@@ -383,14 +383,15 @@ namespace {
 class ThreadedStream {
  public:
   explicit ThreadedStream(const std::shared_ptr<WatchHub>& hub) {
-    session_ =
-        WatchSession::Create(hub, WatchSession::Transport{[this](const pb::WatchResponse& r) {
-                                                            std::lock_guard lock(mu_);
-                                                            pending_ = r;
-                                                            cv_.notify_all();
-                                                          },
-                                                          {},
-                                                          {}});
+    session_ = WatchSession::Create(
+        hub, WatchSession::Transport{[this](const pb::WatchResponse& r, bool) {
+                                       std::lock_guard lock(mu_);
+                                       // Unparsable: an empty response; its events are missing.
+                                       pending_ = OverTheWire(r).value_or(pb::WatchResponse{});
+                                       cv_.notify_all();
+                                     },
+                                     {},
+                                     {}});
     client_ = std::thread([this] { Run(); });
   }
   ~ThreadedStream() {

@@ -297,6 +297,49 @@ TEST_CASE("events of one revision are never split across responses", "[watch]") 
   }
 }
 
+TEST_CASE("many watchers on one stream: queued responses go out in bursts, complete and in order",
+          "[watch]") {
+  WatchFixture f;
+  FakeStream s(f);
+  constexpr int kKeys = 40;
+  // Watchers 0..39 on one key each, 40..79 on the whole prefix.
+  for (int i = 0; i < kKeys; ++i) s.Create(CreateReq(fmt::format("b/{:02}", i)));
+  for (int i = 0; i < kKeys; ++i) s.Create(CreateReq("b/", "b0"));
+  Settle(f, {&s});
+  s.Take();
+  std::vector<std::int64_t> revisions_of_key[kKeys];
+  std::vector<std::int64_t> all_revisions;
+  // The client acknowledges a few writes per round while rounds keep queuing more: whenever the
+  // stream goes idle, nothing may be left in the transport's buffer.
+  for (int round = 0; round < 20; ++round) {
+    for (int j = 0; j < 10; ++j) {
+      const int key = (round * 7 + j * 3) % kKeys;
+      const std::int64_t rev = f.Put(fmt::format("b/{:02}", key), "v").revision.value();
+      revisions_of_key[key].push_back(rev);
+      all_revisions.push_back(rev);
+    }
+    f.RunDispatch();
+    for (int k = 0; k < 3 && s.Ack(); ++k) {
+      if (!s.writing()) CHECK(s.unflushed() == 0);
+    }
+  }
+  while (s.Ack()) {
+    if (!s.writing()) CHECK(s.unflushed() == 0);
+  }
+  CHECK(s.unflushed() == 0);
+  CHECK(s.session().queued_responses() == 0);
+  // Bursts were written with the hint: the queue was deeper than one response.
+  CHECK(s.hinted_writes() > 0);
+  for (int i = 0; i < kKeys; ++i) {
+    INFO("key watcher " << i);
+    CHECK(RevisionsOf(EventsOf(s.received(), i)) == revisions_of_key[i]);
+  }
+  for (int i = kKeys; i < 2 * kKeys; ++i) {
+    INFO("prefix watcher " << i);
+    CHECK(RevisionsOf(EventsOf(s.received(), i)) == all_revisions);
+  }
+}
+
 TEST_CASE("a revision larger than a response is fragmented only for watchers that asked",
           "[watch]") {
   WatchHubOptions options;

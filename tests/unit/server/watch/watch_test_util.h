@@ -102,16 +102,31 @@ class WatchFixture {
   std::shared_ptr<WatchHub> hub_;
 };
 
+// `response` as the client reads it: serialized and parsed again (a session's responses carry
+// their events pre-serialized, as unknown fields, until then); nullopt if that fails or leaves
+// a field the client would not know.
+inline std::optional<pb::WatchResponse> OverTheWire(const pb::WatchResponse& response) {
+  pb::WatchResponse parsed;
+  if (!parsed.ParseFromString(response.SerializeAsString())) return std::nullopt;
+  if (!parsed.GetReflection()->GetUnknownFields(parsed).empty()) return std::nullopt;
+  return parsed;
+}
+
 // One watch stream whose writes complete only when acknowledged (Ack/AckAll), so a test can be
-// a fast client or a stalled one.
+// a fast client or a stalled one. Like gRPC with a buffer hint, a write started with `more` is
+// only buffered: it reaches the client when the next write without it is acknowledged
+// (unflushed() counts the ones still buffered).
 class FakeStream {
  public:
   explicit FakeStream(WatchFixture& fixture) : fixture_(fixture) {
     session_ = WatchSession::Create(
         fixture.hub_ptr(),
-        WatchSession::Transport{[this](const pb::WatchResponse& r) {
+        WatchSession::Transport{[this](const pb::WatchResponse& r, bool more) {
                                   REQUIRE_FALSE(in_flight_.has_value());  // one write at a time
-                                  in_flight_ = r;
+                                  in_flight_ = OverTheWire(r);
+                                  REQUIRE(in_flight_.has_value());
+                                  in_flight_more_ = more;
+                                  if (more) ++hinted_writes_;
                                 },
                                 [](pb::ResponseHeader* h) {
                                   h->set_cluster_id(7);
@@ -146,6 +161,7 @@ class FakeStream {
     if (!in_flight_) return false;
     received_.push_back(std::move(*in_flight_));
     in_flight_.reset();
+    unflushed_ = in_flight_more_ ? unflushed_ + 1 : 0;
     session_->OnWriteDone(true);
     return true;
   }
@@ -154,6 +170,11 @@ class FakeStream {
     }
   }
   [[nodiscard]] bool writing() const { return in_flight_.has_value(); }
+  // Responses acknowledged but still in the transport's buffer: written with `more` and not yet
+  // followed by a write without it.
+  [[nodiscard]] std::size_t unflushed() const { return unflushed_; }
+  // Writes started with `more`.
+  [[nodiscard]] std::size_t hinted_writes() const { return hinted_writes_; }
 
   // Everything the client has received so far, in order; Take() also forgets it.
   [[nodiscard]] const std::vector<pb::WatchResponse>& received() const { return received_; }
@@ -163,7 +184,10 @@ class FakeStream {
   WatchFixture& fixture_;
   std::shared_ptr<WatchSession> session_;
   std::optional<pb::WatchResponse> in_flight_;
+  bool in_flight_more_ = false;
   std::vector<pb::WatchResponse> received_;
+  std::size_t unflushed_ = 0;
+  std::size_t hinted_writes_ = 0;
 };
 
 // Runs the hub, the reads and every stream's writes until nothing moves.
@@ -173,7 +197,11 @@ inline void Settle(WatchFixture& fixture, const std::vector<FakeStream*>& stream
     for (FakeStream* s : streams) {
       while (s->Ack()) ++work;
     }
-    if (work == 0) return;
+    if (work == 0) {
+      // Settled: whatever was written with the buffer hint has been flushed by a later write.
+      for (FakeStream* s : streams) CHECK(s->unflushed() == 0);
+      return;
+    }
   }
   FAIL("watch fixture did not settle");
 }

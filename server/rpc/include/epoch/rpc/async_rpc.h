@@ -20,7 +20,10 @@
 // Threading: Finish, StartRead and StartWrite may be called from any thread, also before the
 // handler returned (they are held until then); at most one read and one write outstanding per
 // stream; Finish once, not while a write is outstanding. A reactor must not be used after its
-// OnDone.
+// OnDone. A write with grpc::WriteOptions::set_buffer_hint may stay in gRPC's buffer (and complete
+// at once) until a later write without it, or Finish, sends it: the last write of a burst must not
+// carry the hint. A stream's first write goes without it whatever its options say: it carries the
+// initial metadata, and gRPC 1.51 completes such a write not ok (grpc/grpc#12975).
 #pragma once
 
 #include <grpcpp/alarm.h>
@@ -128,7 +131,7 @@ template <typename Request, typename Response>
 class StreamOps {
  public:
   virtual void SendRead(Request* request) = 0;
-  virtual void SendWrite(const Response* response) = 0;
+  virtual void SendWrite(const Response* response, grpc::WriteOptions options) = 0;
   virtual void SendFinish(grpc::Status status) = 0;
 
  protected:
@@ -166,16 +169,18 @@ class StreamReactorBase {
   void Bind(detail::StreamOps<Request, Response>* call) {
     Request* read = nullptr;
     const Response* write = nullptr;
+    grpc::WriteOptions write_options;
     std::optional<grpc::Status> finish;
     {
       std::lock_guard lock(mu_);
       call_ = call;
       read = held_read_;
       write = held_write_;
+      write_options = held_write_options_;
       finish = std::move(held_finish_);
     }
     if (read != nullptr) call->SendRead(read);
-    if (write != nullptr) call->SendWrite(write);
+    if (write != nullptr) call->SendWrite(write, write_options);
     if (finish) call->SendFinish(std::move(*finish));
   }
 
@@ -183,8 +188,12 @@ class StreamReactorBase {
   void DoStartRead(Request* request) {
     if (auto* call = Held([&] { held_read_ = request; })) call->SendRead(request);
   }
-  void DoStartWrite(const Response* response) {
-    if (auto* call = Held([&] { held_write_ = response; })) call->SendWrite(response);
+  void DoStartWrite(const Response* response, grpc::WriteOptions options) {
+    auto* call = Held([&] {
+      held_write_ = response;
+      held_write_options_ = options;
+    });
+    if (call != nullptr) call->SendWrite(response, options);
   }
   void DoFinish(grpc::Status status) {
     if (auto* call = Held([&] { held_finish_ = status; })) call->SendFinish(std::move(status));
@@ -203,6 +212,7 @@ class StreamReactorBase {
   detail::StreamOps<Request, Response>* call_ = nullptr;  // guarded by mu_
   Request* held_read_ = nullptr;                          // guarded by mu_
   const Response* held_write_ = nullptr;                  // guarded by mu_
+  grpc::WriteOptions held_write_options_;                 // guarded by mu_
   std::optional<grpc::Status> held_finish_;               // guarded by mu_
 };
 
@@ -210,7 +220,9 @@ template <typename Request, typename Response>
 class BidiReactor : public StreamReactorBase<Request, Response> {
  public:
   void StartRead(Request* request) { this->DoStartRead(request); }
-  void StartWrite(const Response* response) { this->DoStartWrite(response); }
+  void StartWrite(const Response* response, grpc::WriteOptions options = {}) {
+    this->DoStartWrite(response, options);
+  }
   void Finish(grpc::Status status) { this->DoFinish(std::move(status)); }
   virtual void OnReadDone(bool /*ok*/) {}
 };
@@ -219,7 +231,9 @@ class BidiReactor : public StreamReactorBase<Request, Response> {
 template <typename Response>
 class WriteReactor : public StreamReactorBase<std::nullptr_t, Response> {
  public:
-  void StartWrite(const Response* response) { this->DoStartWrite(response); }
+  void StartWrite(const Response* response, grpc::WriteOptions options = {}) {
+    this->DoStartWrite(response, options);
+  }
   void Finish(grpc::Status status) { this->DoFinish(std::move(status)); }
 };
 
@@ -381,10 +395,12 @@ class StreamCall : public StreamOps<Request, Response> {
       (void)request;
     }
   }
-  void SendWrite(const Response* response) override {
+  void SendWrite(const Response* response, grpc::WriteOptions options) override {
     writing_ = true;
     std::lock_guard starting(write_start_mu_);
-    gate_->Begin(&write_tag_, [&](void* tag) { stream_.Write(*response, tag); });
+    if (!wrote_) options.clear_buffer_hint();  // see the header comment
+    wrote_ = true;
+    gate_->Begin(&write_tag_, [&](void* tag) { stream_.Write(*response, options, tag); });
   }
   void SendFinish(grpc::Status status) override {
     gate_->Begin(&finish_tag_, [&](void* tag) { stream_.Finish(status, tag); });
@@ -452,6 +468,8 @@ class StreamCall : public StreamOps<Request, Response> {
   // cannot see (Tag::Started releases before the serialisation); this makes the order visible
   // in every build. Never held while waiting for anything.
   std::mutex write_start_mu_;
+  // A write was started (it carried the initial metadata). Guarded by write_start_mu_.
+  bool wrote_ = false;
   CallEnd<Reactor> end_;  // completion-queue thread only
   CallTag<StreamCall> read_tag_{this, &StreamCall::OnRead};
   CallTag<StreamCall> write_tag_{this, &StreamCall::OnWrite};

@@ -11,7 +11,10 @@
 // WatchHub (the *Locked methods, hub lock held). Unit tests drive it directly.
 //
 // Threading: thread-safe. One write is in flight at a time: Transport::start_write is called
-// with no lock held, and the next one only after OnWriteDone().
+// with no lock held, and the next one only after OnWriteDone(). A write is started with `more`
+// set when another response is queued behind it, so the transport may hold it in its buffer and
+// send a burst in one socket write; the last response of a burst is started without `more`,
+// so nothing stays buffered once the queue is empty.
 #pragma once
 
 #include <deque>
@@ -21,6 +24,7 @@
 #include <mutex>
 #include <vector>
 
+#include "epoch/watch/encoded_event.h"
 #include "epoch/watch/watch_hub.h"
 #include "epoch/watch/watch_spec.h"
 #include "etcdserverpb/rpc.pb.h"
@@ -53,7 +57,7 @@ struct Watcher {
   // kCatchingUp: wanted live events of revisions above buffer_floor, in revision order.
   struct BufferedRevision {
     Revision revision;
-    std::vector<mvccpb::Event> events;
+    std::vector<EncodedEvent> events;
   };
   std::vector<BufferedRevision> buffer;
   Revision buffer_floor;
@@ -64,8 +68,10 @@ struct Watcher {
 class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
   struct Transport {
-    // Starts writing `response` (valid until OnWriteDone()).
-    std::function<void(const etcdserverpb::WatchResponse&)> start_write;
+    // Starts writing `response` (valid until OnWriteDone()). `more`: another response is queued
+    // behind it and will be written next, so this one need not reach the socket before that one
+    // (gRPC's buffer hint); false for the last response queued.
+    std::function<void(const etcdserverpb::WatchResponse&, bool more)> start_write;
     // Fills cluster_id, member_id and raft_term of a header whose revision is already set.
     std::function<void(etcdserverpb::ResponseHeader*)> fill_header;
     // Whether the stream's caller may watch what `create` asks for (null: anyone). A refusal is
@@ -94,9 +100,10 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   [[nodiscard]] WatcherState watcher_state(std::int64_t id) const;
 
   // --- for WatchHub: the hub lock is held; each takes the session mutex ---
-  // Live events of one revision that `watcher` wants (in sub-revision order).
+  // Live events of one revision that `watcher` wants (in sub-revision order); `encoder` holds
+  // the round's events serialized for every watcher that takes them.
   void DeliverLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                     const std::vector<const mvccpb::Event*>& events);
+                     const std::vector<const mvccpb::Event*>& events, RoundEncoder& encoder);
   // Events up to `through` were not carried live: the watcher must read them from history.
   void GapLocked(const std::shared_ptr<Watcher>& watcher, Revision through);
   // Periodic progress for one watcher (see WatchHub::TickProgress).
@@ -108,8 +115,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
 
  private:
   struct Outgoing {
-    etcdserverpb::WatchResponse response;
-    std::shared_ptr<Watcher> watcher;  // set on events responses: whose bytes these are
+    etcdserverpb::WatchResponse response;  // all but its events
+    std::vector<EncodedEvent> events;      // put into `response` when its write starts
+    std::shared_ptr<Watcher> watcher;      // set on events responses: whose bytes these are
     std::size_t event_bytes = 0;
     bool mergeable = false;  // an events response later revisions may be appended to
   };
@@ -125,9 +133,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   void QueueControlLocked(etcdserverpb::WatchResponse response);
   // Queues the events of one revision for `watcher` and advances its `next` past it.
   void QueueRevisionLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                           std::vector<mvccpb::Event> events, std::size_t bytes);
+                           std::vector<EncodedEvent> events, std::size_t bytes);
   void QueueFragmentsLocked(const std::shared_ptr<Watcher>& watcher, Revision revision,
-                            std::vector<mvccpb::Event> events);
+                            std::vector<EncodedEvent> events);
   // Synced -> catching up: live events go to the buffer, history from `next` is read.
   void FallBehindLocked(const std::shared_ptr<Watcher>& watcher, Revision through);
   // History, not the live round, must bring this watcher everything through `through` (the live
