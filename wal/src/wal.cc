@@ -46,8 +46,10 @@ Result<std::unique_ptr<Wal>> Wal::Open(FileSystem& fs, std::string dir, Options 
   if (options.segment_bytes < format::kSegmentHeaderBytes + format::kFrameHeaderBytes) {
     return Status::InvalidArgument("segment_bytes is too small");
   }
+  if (options.manual_sync) options.inline_callbacks = true;  // there is no completion thread
   std::unique_ptr<Wal> wal(new Wal(fs, std::move(dir), std::move(options)));
   EPOCH_RETURN_IF_ERROR(wal->Recover());
+  if (wal->options_.manual_sync) return wal;  // no threads: SyncPending does the work
   wal->prealloc_thread_ = std::thread([w = wal.get()] {
     SetThreadName("wal-prealloc");
     w->PreallocLoop();
@@ -265,6 +267,10 @@ Status Wal::Close() {
     work_cv_.notify_all();
   }
   if (sync_thread_.joinable()) sync_thread_.join();  // drains what is queued first
+  if (options_.manual_sync) {
+    while (SyncPending()) {
+    }
+  }
   {
     // The sync thread has handed over every batch: the completion thread runs the last
     // callbacks, then exits.

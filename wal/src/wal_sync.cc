@@ -2,7 +2,8 @@
 // the completion thread (runs durability callbacks) and the preallocator (creates the next
 // segment ahead of need). See wal/FORMAT.md §2 and §7.
 //
-// Order of work for one batch, on the sync thread:
+// Order of work for one batch, on the sync thread (or, with Options::manual_sync, on the thread
+// that calls SyncPending):
 //   take everything pending (one batch) -> roll over if the frame does not fit -> one pwrite ->
 //   one fdatasync -> record where the entries landed -> hand the callbacks to the completion
 //   thread -> compaction (if the batch held a snapshot record) -> the next batch.
@@ -37,27 +38,55 @@ void Wal::SyncLoop() {
       stats_.pending_bytes = 0;
       status = failed_;
     }
-    if (status.ok() && batch->record_count > 0) {
-      status = WriteFrame(*batch);
-      if (!status.ok()) {
-        FailStop(status);
-        status = Health();
-      }
-    }
-    if (status.ok()) {
-      // Before the callbacks, so that a caller who saw its callback also sees the stats.
-      std::lock_guard lock(mu_);
-      stats_.requests += batch->callbacks.size();
-      stats_.max_frame_requests =
-          std::max<std::uint64_t>(stats_.max_frame_requests, batch->callbacks.size());
-    }
-    // Only now, after the fdatasync returned (or the WAL failed), may the callbacks run.
-    Complete(std::move(batch->callbacks), status);
-    const std::optional<LogIndex> snapshot_index = batch->snapshot_index;
-    batch->Reset();
-    spare_ = std::move(batch);
-    if (status.ok() && snapshot_index) CompactSegments(*snapshot_index);
+    WriteBatch(std::move(batch), std::move(status));
   }
+}
+
+bool Wal::SyncPending() {
+  std::unique_ptr<Pending> fresh = RecycledPending();
+  std::unique_ptr<Pending> batch;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    if (pending_->Empty()) {
+      spare_ = std::move(fresh);
+      return false;
+    }
+    batch = std::exchange(pending_, std::move(fresh));
+    batch->state_after = model_->MakeCheckpoint();
+    stats_.pending_bytes = 0;
+    status = failed_;
+  }
+  WriteBatch(std::move(batch), std::move(status));
+  return true;
+}
+
+bool Wal::HasPending() const {
+  std::lock_guard lock(mu_);
+  return !pending_->Empty();
+}
+
+void Wal::WriteBatch(std::unique_ptr<Pending> batch, Status status) {
+  if (status.ok() && batch->record_count > 0) {
+    status = WriteFrame(*batch);
+    if (!status.ok()) {
+      FailStop(status);
+      status = Health();
+    }
+  }
+  if (status.ok()) {
+    // Before the callbacks, so that a caller who saw its callback also sees the stats.
+    std::lock_guard lock(mu_);
+    stats_.requests += batch->callbacks.size();
+    stats_.max_frame_requests =
+        std::max<std::uint64_t>(stats_.max_frame_requests, batch->callbacks.size());
+  }
+  // Only now, after the fdatasync returned (or the WAL failed), may the callbacks run.
+  Complete(std::move(batch->callbacks), status);
+  const std::optional<LogIndex> snapshot_index = batch->snapshot_index;
+  batch->Reset();
+  spare_ = std::move(batch);
+  if (status.ok() && snapshot_index) CompactSegments(*snapshot_index);
 }
 
 std::unique_ptr<Wal::Pending> Wal::RecycledPending() {
@@ -265,12 +294,14 @@ void Wal::PreallocLoop() {
 }
 
 void Wal::RequestPrealloc(std::uint64_t seq) {
+  if (options_.manual_sync) return;  // TakePrealloc creates it when it is needed
   std::lock_guard lock(prealloc_->mu);
   prealloc_->requested = seq;
   prealloc_->cv.notify_all();
 }
 
 Result<std::unique_ptr<File>> Wal::TakePrealloc(std::uint64_t seq) {
+  if (options_.manual_sync) return CreateSegmentFile(seq);
   Prealloc& p = *prealloc_;
   std::unique_lock lock(p.mu);
   const auto ready = [&] { return p.has_ready && p.ready_seq == seq; };

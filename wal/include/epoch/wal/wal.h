@@ -86,6 +86,11 @@ struct Options {
   // post to its own executor (the Raft driver: one request per Ready), the completion thread is
   // one more thread wake per sync for nothing.
   bool inline_callbacks = false;
+  // No background threads: nothing is written until the owner calls SyncPending(), which does on
+  // the calling thread what the sync thread does for one batch (callbacks inline); the next
+  // segment is created when it is needed. For the whole-node simulator (tests/nodesim), which
+  // decides when a write reaches the disk and must replay from its seed.
+  bool manual_sync = false;
 };
 
 struct WalStats {
@@ -142,6 +147,11 @@ class Wal final : public raft::LogReader {
   // `done` runs once everything requested before it is durable.
   void Sync(DurableCallback done);
 
+  // Options::manual_sync only: writes everything requested so far as one frame, fdatasyncs it
+  // and runs its callbacks, on the calling thread. False when nothing was requested.
+  bool SyncPending();
+  [[nodiscard]] bool HasPending() const;
+
   // Writes what is queued, stops the background threads, releases the directory lock. Returns
   // the fail-stop error if the WAL failed. Idempotent.
   Status Close();
@@ -182,8 +192,10 @@ class Wal final : public raft::LogReader {
                               DurableCallback done, std::optional<LogIndex> snapshot_index);
   void Log(LogLevel level, std::string_view message) const;
 
-  // Sync thread (wal_sync.cc).
+  // Sync thread (wal_sync.cc), or the owner's thread with Options::manual_sync.
   void SyncLoop();
+  // Writes one taken batch (`status`: the WAL's health when it was taken) and completes it.
+  void WriteBatch(std::unique_ptr<Pending> batch, Status status);
   [[nodiscard]] Status WriteFrame(Pending& batch);
   [[nodiscard]] Status Rollover();
   void PlaceEntries(const Pending& batch, std::uint64_t payload_base, std::uint64_t frame_bytes);
