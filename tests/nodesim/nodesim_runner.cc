@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   app.add_option("--mutation", mutation,
                  "run every node with this planted bug (" + epoch::nodesim::MutationNames() + ")");
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(verbose && seeds == 1 ? spdlog::level::info : spdlog::level::err);
+  spdlog::set_level(verbose && seeds == 1 ? spdlog::level::info : spdlog::level::off);
 
   std::atomic<std::uint64_t> next{first};
   std::mutex mu;

@@ -76,8 +76,9 @@ struct Swarm {
     client_timeout_us = rng.Range(300 * kMs, 1500 * kMs);
     fault_gap_min_us = rng.Range(100 * kMs, 500 * kMs);
     fault_gap_max_us = fault_gap_min_us + rng.Range(0, 2 * kSec);
-    for (const char* kind : {"crash-restart", "pause", "partition", "partition-oneway", "link-loss",
-                             "link-delay", "clock-rate", "disk-slow", "leader-transfer"}) {
+    for (const char* kind : {"crash-restart", "disk-eio", "power-loss-in-sync", "pause",
+                             "partition", "partition-oneway", "link-loss", "link-delay",
+                             "clock-rate", "disk-slow", "leader-transfer"}) {
       weights[kind] = rng.Chance(0.3) ? 0 : static_cast<int>(rng.Range(1, 4));
     }
   }
@@ -130,8 +131,7 @@ class World {
             },
             /*timer=*/true);
       };
-      nodes_.push_back(std::make_unique<NodeShell>(o, raft::MemoryLog::Bootstrapped(ids), &now_,
-                                                   *senders_.back()));
+      nodes_.push_back(std::make_unique<NodeShell>(o, ids, &now_, *senders_.back()));
       nodes_.back()->clock().SetRate(DrawRate(rates));
       disk_busy_.push_back(false);
       disk_slow_.push_back(1);
@@ -164,7 +164,7 @@ class World {
     }
     result_.simulated_us = now_;
     result_.messages = network_.delivered;
-    for (auto& node : nodes_) node->Crash();
+    for (auto& node : nodes_) (void)node->Crash(0);
     return result_;
   }
 
@@ -246,6 +246,16 @@ class World {
     NodeShell& node = *nodes_[i];
     if (!node.up() || paused_until_[static_cast<std::size_t>(i)] > now_) return;
     node.Poll();
+    if (node.failed()) {
+      // Fail-stop (the WAL failed): the process exits with the frame it could not sync on a dead
+      // disk, and a supervisor starts it again.
+      ++result_.fail_stops;
+      CrashNode(i);
+      At(now_ + nemesis_rng_.Range(10 * kMs, kSec), [this, i] {
+        if (!nodes_[i]->up()) StartNode(i);
+      });
+      return;
+    }
     PumpDisk(i);
     const server::DriverStatus status = node.driver().status();
     if (status.role == raft::Role::kLeader) {
@@ -260,7 +270,7 @@ class World {
 
   void PumpDisk(int i) {
     NodeShell& node = *nodes_[i];
-    if (disk_busy_[i] || !node.disk().HasPending()) return;
+    if (disk_busy_[i] || !node.DiskPending()) return;
     disk_busy_[i] = true;
     const std::int64_t latency =
         disk_rng_.Range(swarm_.disk_min_us, swarm_.disk_max_us) * disk_slow_[i];
@@ -268,7 +278,7 @@ class World {
       NodeShell& n = *nodes_[i];
       if (!n.up() || n.incarnation() != life) return;
       disk_busy_[i] = false;
-      n.disk().Complete();
+      n.SyncDisk();
       Poll(i);
     });
   }
@@ -291,7 +301,10 @@ class World {
   }
 
   void CrashNode(int i) {
-    nodes_[i]->Crash();
+    const wal::CrashStats c = nodes_[i]->Crash(nemesis_rng_.Next());
+    result_.pages_lost += c.pages_lost;
+    result_.pages_torn += c.pages_torn;
+    result_.files_reordered += c.files_reordered;
     disk_busy_[i] = false;
   }
 
@@ -571,6 +584,10 @@ class World {
       At(now_ + nemesis_rng_.Range(10 * kMs, 1500 * kMs), [this, v] {
         if (!nodes_[v]->up()) StartNode(v);
       });
+    } else if (kind == "disk-eio") {
+      if (nodes_[v]->up()) nodes_[v]->FailNextSync(false, 0);
+    } else if (kind == "power-loss-in-sync") {
+      if (nodes_[v]->up()) nodes_[v]->FailNextSync(true, nemesis_rng_.Next());
     } else if (kind == "pause") {
       paused_until_[static_cast<std::size_t>(v)] = now_ + nemesis_rng_.Range(50 * kMs, 2 * kSec);
     } else if (kind == "partition") {
@@ -764,9 +781,11 @@ std::string WorldResult::Describe() const {
   for (const auto& [kind, n] : faults) faults_text += fmt::format(" {}={}", kind, n);
   std::string s = fmt::format(
       "seed {} {}: {} nodes, {} clients, rho {:.2f}, {:.1f} s simulated, {} ops ({} writes, {} "
-      "unknown), {} messages; faults:{}",
+      "unknown), {} messages; {} fail-stops; power loss: {} pages lost, {} torn, {} files "
+      "reordered; faults:{}",
       seed, ok ? "ok" : "VIOLATION " + invariant, nodes, clients, rho,
-      static_cast<double>(simulated_us) / 1e6, operations, writes, unknown, messages, faults_text);
+      static_cast<double>(simulated_us) / 1e6, operations, writes, unknown, messages, fail_stops,
+      pages_lost, pages_torn, files_reordered, faults_text);
   if (!ok) s += "\n" + detail;
   return s;
 }

@@ -47,7 +47,13 @@ struct WorldResult {
   std::size_t writes = 0;
   std::size_t unknown = 0;
   std::uint64_t messages = 0;
-  std::uint64_t trace = 0;  // a digest of what happened: equal for equal seeds
+  // Power losses of crash-restart (wal::CrashStats): unsynced WAL pages lost or torn, files
+  // where a later page survived an earlier lost one.
+  std::uint64_t pages_lost = 0;
+  std::uint64_t pages_torn = 0;
+  std::uint64_t files_reordered = 0;
+  std::uint64_t fail_stops = 0;  // members that stopped on a failed fdatasync (disk-eio)
+  std::uint64_t trace = 0;       // a digest of what happened: equal for equal seeds
 
   [[nodiscard]] std::string Describe() const;
 };
