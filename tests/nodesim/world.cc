@@ -136,6 +136,7 @@ class World {
       disk_busy_.push_back(false);
       disk_slow_.push_back(1);
       paused_until_.push_back(0);
+      last_serializable_.push_back(0);
     }
     result_.seed = options_.seed;
     result_.nodes = swarm_.nodes;
@@ -295,6 +296,7 @@ class World {
   }
 
   void StartNode(int i) {
+    last_serializable_[static_cast<std::size_t>(i)] = 0;
     nodes_[i]->Start();
     disk_busy_[i] = false;
     Poll(i);
@@ -457,6 +459,14 @@ class World {
     const RevInput& in = client.pending->op.input;
     if (in.kind == RevOpKind::kRange && in.serializable) {
       RevOutput out = ReadStore(in, node.store());
+      // A member's serializable reads never go back in revision while it runs.
+      std::int64_t& last = last_serializable_[static_cast<std::size_t>(target)];
+      if (out.header_revision < last) {
+        throw Violation("serializable-monotonic",
+                        fmt::format("member {} answered revision {} after {}", target + 1,
+                                    out.header_revision, last));
+      }
+      last = out.header_revision;
       return Answer(c, seq, out);
     }
     if (in.kind == RevOpKind::kRange && node.driver().TryLeaseRead()) {
@@ -760,6 +770,7 @@ class World {
   std::vector<std::unique_ptr<NodeShell>> nodes_;
   std::vector<bool> disk_busy_;
   std::vector<std::int64_t> disk_slow_;
+  std::vector<std::int64_t> last_serializable_;  // per member, this life: the newest revision
   std::vector<std::int64_t> paused_until_;  // global µs; the member's process is stopped before
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t next_seq_ = 0;
