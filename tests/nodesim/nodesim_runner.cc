@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -24,11 +25,16 @@ int main(int argc, char** argv) {
   std::int64_t fault_phase_ms = 20'000;
   bool verbose = false;
   std::string mutation;
+  std::string profile = "swarm";
   app.add_option("--first", first, "first seed");
   app.add_option("--seeds", seeds, "number of seeds");
   app.add_option("--jobs", jobs, "threads (independent seeds)");
   app.add_option("--fault-phase-ms", fault_phase_ms, "simulated length of each fault phase");
   app.add_flag("--verbose", verbose, "print every seed's line");
+  app.add_option("--profile", profile,
+                 "swarm (safety campaign), loopback or geo (failover and write latency of 5 "
+                 "members under leader kills)")
+      ->check(CLI::IsMember({"swarm", "loopback", "geo"}));
   app.add_option("--mutation", mutation,
                  "run every node with this planted bug (" + epoch::nodesim::MutationNames() + ")");
   CLI11_PARSE(app, argc, argv);
@@ -38,6 +44,8 @@ int main(int argc, char** argv) {
   std::mutex mu;
   std::map<std::string, long> faults;
   std::int64_t simulated_us = 0;
+  std::vector<std::int64_t> failovers;
+  std::vector<std::int64_t> latencies;
   std::size_t ops = 0, writes = 0, unknown = 0, failed = 0;
   const auto start = std::chrono::steady_clock::now();
   auto work = [&] {
@@ -47,6 +55,9 @@ int main(int argc, char** argv) {
       epoch::nodesim::WorldOptions options;
       options.seed = seed;
       options.fault_phase_us = fault_phase_ms * 1000;
+      options.profile = profile == "geo"        ? epoch::nodesim::Profile::kGeo
+                        : profile == "loopback" ? epoch::nodesim::Profile::kLoopback
+                                                : epoch::nodesim::Profile::kSwarm;
       if (!mutation.empty() && !epoch::nodesim::SetMutation(mutation, &options)) {
         fmt::print(stderr, "unknown mutation {}\n", mutation);
         std::exit(2);
@@ -58,6 +69,8 @@ int main(int argc, char** argv) {
       ops += r.operations;
       writes += r.writes;
       unknown += r.unknown;
+      failovers.insert(failovers.end(), r.failovers_us.begin(), r.failovers_us.end());
+      latencies.insert(latencies.end(), r.write_latencies_us.begin(), r.write_latencies_us.end());
       if (!r.ok) {
         ++failed;
         fmt::print(
@@ -79,5 +92,18 @@ int main(int argc, char** argv) {
       seeds, first, failed, static_cast<double>(simulated_us) / 3.6e9, wall, ops, writes, unknown);
   for (const auto& [kind, n] : faults) fmt::print(" {}={}", kind, n);
   fmt::print("\n");
+  auto quantiles = [](std::vector<std::int64_t> v, const char* what) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    auto at = [&](double q) {
+      return static_cast<double>(v[std::min(
+                 v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))]) /
+             1000.0;
+    };
+    fmt::print("{} ({}): p50 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms\n", what, v.size(), at(0.5),
+               at(0.99), static_cast<double>(v.back()) / 1000.0);
+  };
+  quantiles(failovers, "failover (leader kill -> first acknowledged write called after it)");
+  quantiles(latencies, "write latency (call -> acknowledgement)");
   return failed == 0 ? 0 : 1;
 }

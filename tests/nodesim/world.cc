@@ -60,6 +60,25 @@ struct Swarm {
   std::int64_t fault_gap_max_us = 2 * kSec;
   std::map<std::string, int> weights;  // fault kind -> weight (0 = off this run)
 
+  Swarm(Prng rng, Profile profile) : Swarm(rng) {
+    if (profile == Profile::kSwarm) return;
+    nodes = 5;
+    clients = 4;
+    keys = 4;
+    rho = 0.05;
+    link = sim::LinkState{};
+    link.delay_min_us = 50;
+    link.delay_max_us = 200;
+    client_delay_max_us = 200;
+    disk_min_us = 500;
+    disk_max_us = 2 * kMs;
+    client_timeout_us = kSec;
+    fault_gap_min_us = 2 * kSec;
+    fault_gap_max_us = 4 * kSec;
+    for (auto& [kind, weight] : weights) weight = 0;
+    weights["kill-leader"] = 1;
+  }
+
   explicit Swarm(Prng rng) {
     nodes = rng.Chance(0.25) ? 5 : 3;
     clients = static_cast<int>(rng.Range(2, 5));
@@ -102,7 +121,7 @@ class World {
   explicit World(const WorldOptions& options)
       : options_(options),
         rng_(options.seed),
-        swarm_(rng_.Fork(1)),
+        swarm_(rng_.Fork(1), options.profile),
         client_rng_(rng_.Fork(3)),
         nemesis_rng_(rng_.Fork(4)),
         disk_rng_(rng_.Fork(5)),
@@ -138,10 +157,27 @@ class World {
       paused_until_.push_back(0);
       last_serializable_.push_back(0);
     }
+    if (options_.profile == Profile::kGeo) PlaceInRegions();
     result_.seed = options_.seed;
     result_.nodes = swarm_.nodes;
     result_.clients = swarm_.clients;
     result_.rho = swarm_.rho;
+  }
+
+  // Members 0-1 in region A, 2-3 in B, 4 in C; one-way delay between regions with ±15 % jitter.
+  void PlaceInRegions() {
+    static constexpr int kRegion[] = {0, 0, 1, 1, 2};
+    static constexpr std::int64_t kDelayUs[3][3] = {
+        {300, 10 * kMs, 40 * kMs}, {10 * kMs, 300, 75 * kMs}, {40 * kMs, 75 * kMs, 300}};
+    for (int i = 0; i < swarm_.nodes; ++i) {
+      for (int j = 0; j < swarm_.nodes; ++j) {
+        if (i == j) continue;
+        const std::int64_t d = kDelayUs[kRegion[i]][kRegion[j]];
+        sim::LinkState& l = network_.link(i, j);
+        l.delay_min_us = d == 300 ? 200 : d * 85 / 100;
+        l.delay_max_us = d == 300 ? 500 : d * 115 / 100;
+      }
+    }
   }
 
   WorldResult Run() {
@@ -517,6 +553,13 @@ class World {
       if (!m.is_delete) client.seen[m.key] = m.value;
     }
     for (const auto& kv : pending.op.output.kvs) client.seen[kv.key] = kv.value;
+    if (pending.op.input.kind != RevOpKind::kRange) {
+      result_.write_latencies_us.push_back(pending.op.return_time - pending.op.call_time);
+      if (killed_at_ && pending.op.call_time >= *killed_at_) {
+        result_.failovers_us.push_back(pending.op.return_time - *killed_at_);
+        killed_at_.reset();
+      }
+    }
     Trace(static_cast<std::uint64_t>(pending.op.output.header_revision) * 0x9e37 + seq);
     history_.push_back(std::move(pending.op));
     At(history_.back().return_time + client_rng_.Range(0, 20 * kMs), [this, c, seq] {
@@ -593,6 +636,14 @@ class World {
       CrashNode(v);
       At(now_ + nemesis_rng_.Range(10 * kMs, 1500 * kMs), [this, v] {
         if (!nodes_[v]->up()) StartNode(v);
+      });
+    } else if (kind == "kill-leader") {
+      const int leader = LeaderIndex();
+      if (leader < 0 || killed_at_) return;  // measure one failover at a time
+      CrashNode(leader);
+      killed_at_ = now_;
+      At(now_ + kSec, [this, leader] {
+        if (!nodes_[leader]->up()) StartNode(leader);
       });
     } else if (kind == "disk-eio") {
       if (nodes_[v]->up()) nodes_[v]->FailNextSync(false, 0);
@@ -779,7 +830,8 @@ class World {
   std::vector<RevOp> history_;
   std::map<std::uint64_t, std::uint64_t> leaders_;  // term -> leader id
   bool draining_ = false;
-  bool healed_ = false;  // no fault is injected after Heal()
+  bool healed_ = false;                    // no fault is injected after Heal()
+  std::optional<std::int64_t> killed_at_;  // a leader kill whose failover is being measured
   WorldResult result_;
 };
 

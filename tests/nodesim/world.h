@@ -16,13 +16,22 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "epoch/raft/config.h"
 
 namespace epoch::nodesim {
 
+// kSwarm: the seed draws every knob and a mix of faults (the safety campaign). kLoopback and
+// kGeo measure failover and write latency: 5 members, only leader kills (SIGKILL of the leader
+// every 2–4 s, restarted after 1 s); kLoopback's links take 50–200 µs one way, kGeo's put the
+// members in three regions (2 + 2 + 1) with one-way delays of 10, 40 and 75 ms (±15 % jitter)
+// between them and 0.2–0.5 ms inside one.
+enum class Profile : std::uint8_t { kSwarm, kLoopback, kGeo };
+
 struct WorldOptions {
   std::uint64_t seed = 1;
+  Profile profile = Profile::kSwarm;
   // Simulated length of the fault phase.
   std::int64_t fault_phase_us = 20'000'000;
   // Core mutations (raft::Config::Mutations) every node runs with: a checker must catch each.
@@ -53,7 +62,11 @@ struct WorldResult {
   std::uint64_t pages_torn = 0;
   std::uint64_t files_reordered = 0;
   std::uint64_t fail_stops = 0;  // members that stopped on a failed fdatasync (disk-eio)
-  std::uint64_t trace = 0;       // a digest of what happened: equal for equal seeds
+  // Leader kill -> the first acknowledged write a client called after it (µs).
+  std::vector<std::int64_t> failovers_us;
+  // Call -> acknowledgement of every acknowledged write (µs).
+  std::vector<std::int64_t> write_latencies_us;
+  std::uint64_t trace = 0;  // a digest of what happened: equal for equal seeds
 
   [[nodiscard]] std::string Describe() const;
 };
