@@ -137,6 +137,7 @@ class World {
       o.raft.max_clock_drift = swarm_.rho;
       o.raft.mutations = options_.mutations;
       o.driver_mutations.answer_replaced_entry = options_.answer_replaced_entry;
+      o.driver_mutations.read_before_apply = options_.read_before_apply;
       o.store_dir = fmt::format("{}/n{}", dir_.path(), i + 1);
       o.seed = options_.seed * 31 + static_cast<std::uint64_t>(i);
       o.schedule = [this, i](std::int64_t delay_us, std::uint64_t life,
@@ -872,6 +873,10 @@ constexpr NamedMutation kCoreMutations[] = {
 }  // namespace
 
 bool SetMutation(const std::string& name, WorldOptions* options) {
+  if (name == "node:read_before_apply") {
+    options->read_before_apply = true;
+    return true;
+  }
   if (name == "node:answer_replaced_entry") {
     options->answer_replaced_entry = true;
     return true;
@@ -886,7 +891,7 @@ bool SetMutation(const std::string& name, WorldOptions* options) {
 }
 
 std::string MutationNames() {
-  std::string names = "node:answer_replaced_entry";
+  std::string names = "node:answer_replaced_entry, node:read_before_apply";
   for (const NamedMutation& m : kCoreMutations) names += ", " + std::string(m.name);
   return names;
 }

@@ -38,6 +38,7 @@ struct WorldOptions {
   raft::Config::Mutations mutations;
   // The driver's planted bugs (server::RaftDriverOptions::Mutations).
   bool answer_replaced_entry = false;
+  bool read_before_apply = false;
   bool verbose = false;
 };
 

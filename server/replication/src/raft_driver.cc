@@ -448,7 +448,8 @@ void RaftDriver::ServeReadStates(const std::vector<raft::ReadState>& states) {
 
 void RaftDriver::ServeWaitingReads() {
   LogIndex applied = state_machine_.AppliedIndex();
-  while (!reads_waiting_apply_.empty() && reads_waiting_apply_.front().index <= applied) {
+  while (!reads_waiting_apply_.empty() &&
+         (reads_waiting_apply_.front().index <= applied || options_.mutations.read_before_apply)) {
     ReadCallback done = std::move(reads_waiting_apply_.front().done);
     reads_waiting_apply_.pop_front();
     done(Status::Ok());

@@ -98,6 +98,9 @@ struct RaftDriverOptions {
     // A proposal whose log index another leader's entry took is answered with that entry's
     // outcome instead of "leader changed".
     bool answer_replaced_entry = false;
+    // A linearizable read is served once its read index is known, before the state machine has
+    // applied up to it.
+    bool read_before_apply = false;
   } mutations;
 };
 
