@@ -90,14 +90,26 @@ std::vector<std::string> ChaosCluster::ClientEndpoints() const {
   return out;
 }
 
-Status ChaosCluster::Disk(int i, std::string_view query) {
-  auto r = cluster_->Http(i, fmt::format("/failpoint/disk?{}", query));
+namespace {
+
+Status Failpoint(test::TestCluster& tc, int i, std::string_view which, std::string_view query) {
+  auto r = tc.Http(i, fmt::format("/failpoint/{}?{}", which, query));
   if (!r.ok()) return r.status();
   if (r->code != 200) {
     return Status::FailedPrecondition(
-        fmt::format("n{} disk failpoint {}: {} {}", i + 1, query, r->code, r->body));
+        fmt::format("n{} {} failpoint {}: {} {}", i + 1, which, query, r->code, r->body));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ChaosCluster::Disk(int i, std::string_view query) {
+  return Failpoint(*cluster_, i, "disk", query);
+}
+
+Status ChaosCluster::Clock(int i, std::string_view query) {
+  return Failpoint(*cluster_, i, "clock", query);
 }
 
 Status ChaosCluster::MoveLeader(int from, int to) {

@@ -219,6 +219,28 @@ Result<std::string> MemberReplace(FaultContext& ctx, int leader) {
       exit_status.value_or(-1), *name, ms);
 }
 
+// One member's tick clock (Raft ticks, leader lease, the leader's cluster clock) runs at a rate
+// within [1 - ρ, 1 + ρ] — the drift the timing rules are designed for — for 1–3 s, then at rate 1
+// again. The leader half of the time (its lease and the cluster clock run on it); half the time
+// exactly at an extreme, where a rule without its ρ margin would break first.
+Result<std::string> ClockSkew(FaultContext& ctx, int leader) {
+  const int n = ctx.cluster.size();
+  const bool the_leader = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 0;
+  const int node = the_leader ? leader : RandomOther(ctx.rng, n, leader);
+  const double sign = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 0 ? -1.0 : 1.0;
+  const bool extreme = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 0;
+  const double magnitude =
+      extreme ? kMaxClockDrift
+              : std::uniform_real_distribution<double>(0.0, kMaxClockDrift)(ctx.rng);
+  const double rate = 1.0 + sign * magnitude;
+  milliseconds hold = Between(ctx.rng, 1000, 3000);
+  EPOCH_RETURN_IF_ERROR(ctx.cluster.Clock(node, fmt::format("rate={:.4f}", rate)));
+  Hold(hold);
+  EPOCH_RETURN_IF_ERROR(ctx.cluster.Clock(node, "clear=1"));
+  return fmt::format("n{} ({}) tick clock at rate {:.4f} for {} ms, cleared", node + 1,
+                     the_leader ? "leader" : "follower", rate, hold.count());
+}
+
 // Sets the cluster's election timeout to `ms` and waits until every voter reports it to the
 // leader (each member adopts it as it applies it). Returns the time that took.
 Result<double> RollOutElectionTimeout(client::Client& client, std::int64_t ms) {
@@ -268,10 +290,10 @@ Result<std::string> TimingChange(FaultContext& ctx) {
 
 std::string_view FaultName(FaultKind kind) {
   static constexpr std::array<std::string_view, kFaultKinds> kNames = {
-      "kill-leader",    "kill-follower",  "pause-leader",     "pause-follower",
-      "pause-worker",   "partition-node", "partition-oneway", "partition-ring",
-      "isolate-leader", "link-delay",     "link-drop",        "disk-slow",
-      "disk-stall",     "move-leader",    "member-replace",   "timing-change"};
+      "kill-leader",    "kill-follower",    "pause-leader",   "pause-follower", "pause-worker",
+      "partition-node", "partition-oneway", "partition-ring", "isolate-leader", "link-delay",
+      "link-drop",      "disk-slow",        "disk-stall",     "move-leader",    "member-replace",
+      "timing-change",  "clock-skew"};
   return kNames.at(static_cast<std::size_t>(kind));
 }
 
@@ -344,6 +366,7 @@ Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx) {
     }
     case FaultKind::kMemberReplace: return MemberReplace(ctx, *leader);
     case FaultKind::kTimingChange: return TimingChange(ctx);
+    case FaultKind::kClockSkew: return ClockSkew(ctx, *leader);
     default: return Partition(kind, ctx, *leader);
   }
 }

@@ -12,6 +12,7 @@
 #include "epoch/chaos/proxy_net.h"
 #include "epoch/chaos/register_workload.h"
 #include "epoch/chaos/watch_workload.h"
+#include "epoch/client/admin.h"
 #include "epoch/test_support/eventually.h"
 #include "epoch/test_support/temp_dir.h"
 
@@ -160,16 +161,18 @@ TEST_CASE("fencing check flags a repeated stage, an older token and a shared tok
 
 TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
   using epoch::chaos::FaultKind;
-  auto s = epoch::chaos::FaultSchedule(42, 20);
+  auto s = epoch::chaos::FaultSchedule(42, 21);
   std::set<FaultKind> kinds(s.begin(), s.end());
   CHECK(static_cast<int>(kinds.size()) == epoch::chaos::kFaultKinds);
   CHECK(std::count(s.begin(), s.end(), FaultKind::kKillLeader) == 3);
   CHECK(std::count(s.begin(), s.end(), FaultKind::kMemberReplace) == 2);
-  // Without runtime membership (peer TLS), a cycle is 18 faults and never a replacement.
-  auto tls = epoch::chaos::FaultSchedule(42, 36, {}, false);
+  CHECK(std::count(s.begin(), s.end(), FaultKind::kClockSkew) == 1);
+  // Without runtime membership (peer TLS), a cycle is 19 faults and never a replacement.
+  auto tls = epoch::chaos::FaultSchedule(42, 38, {}, false);
   CHECK(std::count(tls.begin(), tls.end(), FaultKind::kMemberReplace) == 0);
-  CHECK(static_cast<int>(std::set<FaultKind>(tls.begin(), tls.begin() + 18).size()) ==
+  CHECK(static_cast<int>(std::set<FaultKind>(tls.begin(), tls.begin() + 19).size()) ==
         epoch::chaos::kFaultKinds - 1);
+  CHECK(epoch::chaos::FaultByName("clock-skew") == FaultKind::kClockSkew);
   CHECK(epoch::chaos::FaultByName("member-replace") == FaultKind::kMemberReplace);
   CHECK(epoch::chaos::FaultSchedule(42, 40) == epoch::chaos::FaultSchedule(42, 40));
   auto kills = epoch::chaos::FaultSchedule(1, 9, {epoch::chaos::FaultKind::kKillLeader});
@@ -178,7 +181,8 @@ TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
   CHECK_FALSE(epoch::chaos::FaultByName("no-such-fault").has_value());
 }
 
-TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint obeys", "[chaos]") {
+TEST_CASE("epochd hooks - peers dial through the proxies, the disk and clock failpoints obey",
+          "[chaos]") {
   auto cc = epoch::chaos::ChaosCluster::Start({EPOCH_EPOCHD_PATH, 3, {}, 7, false});
   REQUIRE(cc.ok());
   epoch::test::TestCluster& tc = (*cc)->nodes();
@@ -191,6 +195,40 @@ TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint 
   CHECK_FALSE((*cc)->Disk(*leader, "sync_delay_ms=99999999").ok());
   CHECK((*cc)->Disk(*leader, "sync_delay_ms=5").ok());
   CHECK((*cc)->Disk(*leader, "clear=1").ok());
+
+  // The clock failpoint refuses rates outside (0, 2]; a rate it accepts drives the leader's
+  // cluster clock (the lease manager's clock): at rate 2 it runs at least 1.4 times as fast as
+  // this process' monotonic clock between two ClockStatus reads (the reads' own latency only
+  // lowers the ratio), where rate 1 would give about 1.
+  CHECK_FALSE((*cc)->Clock(*leader, "rate=0").ok());
+  CHECK_FALSE((*cc)->Clock(*leader, "rate=2.5").ok());
+  CHECK_FALSE((*cc)->Clock(*leader, "bogus=1").ok());
+  REQUIRE((*cc)->Clock(*leader, "rate=2").ok());
+  {
+    epoch::client::ClientOptions o;
+    o.endpoints = {(*cc)->ClientEndpoints()[static_cast<std::size_t>(*leader)]};
+    auto c = epoch::client::Client::Create(o);
+    REQUIRE(c.ok());
+    auto first = epoch::client::ClockStatus(**c);
+    const auto first_back = std::chrono::steady_clock::now();
+    REQUIRE(first.ok());
+    REQUIRE(first->leader_clock_running());
+    std::int64_t advanced_ms = 0;
+    double real_ms = 0;
+    CHECK(epoch::test_support::Eventually(
+        [&] {
+          const auto sent = std::chrono::steady_clock::now();
+          auto now = epoch::client::ClockStatus(**c);
+          if (!now.ok()) return false;
+          advanced_ms = now->now_cluster_ms() - first->now_cluster_ms();
+          real_ms = std::chrono::duration<double, std::milli>(sent - first_back).count();
+          return advanced_ms >= 2000;
+        },
+        std::chrono::seconds(10), epoch::test_support::kProcessPoll));
+    INFO("cluster clock +" << advanced_ms << " ms in at most " << real_ms << " ms");
+    CHECK(static_cast<double>(advanced_ms) > 1.4 * real_ms);
+  }
+  CHECK((*cc)->Clock(*leader, "clear=1").ok());
 
   // Cutting the leader's proxied links must make the others elect a new leader: proof that the
   // peer traffic really goes through the proxies (--peer-dial-override).
