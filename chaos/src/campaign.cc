@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include "epoch/chaos/chaos_cluster.h"
 #include "epoch/chaos/faults.h"
@@ -34,6 +35,8 @@ struct Totals {
   std::array<int, kFaultKinds> injected{};
   std::uint64_t lin_ops = 0, unknown = 0, serializable = 0, watch_events = 0, reconnects = 0;
   std::uint64_t commits = 0, stale = 0, acquisitions = 0, lease_reads = 0, read_index_reads = 0;
+  int small_snapshot_rounds = 0;
+  std::uint64_t snapshots_sent = 0, snapshots_installed = 0, compactions = 0;
   std::map<std::string, int> violations;
   std::vector<double> failover_ms;
   std::vector<double> replace_ms;
@@ -92,6 +95,20 @@ std::unique_ptr<client::Client> MakeProber(const std::vector<std::string>& endpo
   return c.ok() ? std::move(*c) : nullptr;
 }
 
+// One round in three (r = 1, 4, 7, ...) runs with a --snapshot-count drawn from [50, 200] unless
+// the campaign sets one, and keeps a quarter of it after each compaction
+// (--snapshot-catchup-entries; epochd's default tail of 5,000 entries would keep any compaction
+// from happening in a round): at the register workload's rate every member then compacts its log
+// every few hundred milliseconds, so a member that was killed, paused or cut off catches up by
+// snapshot (build, send, install) under every fault kind. Drawn from the round's seed alone, so
+// --only-round re-runs it. 0 = epochd's default.
+int RoundSnapshotCount(const CampaignOptions& o, int index) {
+  if (o.snapshot_count > 0) return o.snapshot_count;
+  if (index % 3 != 1) return 0;
+  std::mt19937_64 rng((o.seed + static_cast<std::uint64_t>(index)) ^ 0x5a4a9507);
+  return std::uniform_int_distribution<int>(50, 200)(rng);
+}
+
 class Round {
  public:
   Round(const CampaignOptions& o, int index, std::vector<FaultKind> kinds, Totals& totals)
@@ -100,7 +117,8 @@ class Round {
         seed_(o.seed + static_cast<std::uint64_t>(index)),
         kinds_(std::move(kinds)),
         t_(totals),
-        rng_(seed_) {}
+        rng_(seed_),
+        snapshot_count_(RoundSnapshotCount(o, index)) {}
 
   void Run();
 
@@ -130,14 +148,25 @@ class Round {
   std::vector<std::pair<std::string, std::string>> violations_;
   std::string log_;
   std::string watch_history_;
-  std::size_t next_ = 0;  // the next fault of kinds_
+  std::size_t next_ = 0;      // the next fault of kinds_
+  const int snapshot_count_;  // epochd --snapshot-count of this round; 0 = its default
 };
 
 void Round::Run() {
   ++t_.rounds;
+  std::string plan;
+  for (FaultKind k : kinds_) plan += fmt::format("{}{}", plan.empty() ? "" : ", ", FaultName(k));
+  Log(fmt::format("plan: snapshot-count {}; faults: {}",
+                  snapshot_count_ == 0     ? std::string("epochd's default")
+                  : o_.snapshot_count == 0 ? fmt::format("{} (catch-up entries {})",
+                                                         snapshot_count_, snapshot_count_ / 4)
+                                           : std::to_string(snapshot_count_),
+                  plan));
+  if (snapshot_count_ > 0 && o_.snapshot_count == 0) ++t_.small_snapshot_rounds;
   ChaosClusterOptions copts{o_.epochd_path, o_.nodes,      o_.raft_flags,
                             seed_,          o_.client_tls, o_.peer_tls};
-  copts.snapshot_count = o_.snapshot_count;
+  copts.snapshot_count = snapshot_count_;
+  if (o_.snapshot_count == 0) copts.snapshot_catchup_entries = snapshot_count_ / 4;
   auto cc = ChaosCluster::Start(std::move(copts));
   if (!cc.ok()) return Violation("setup", cc.status().ToString());
   if (!Eventually([&] { return EveryLinkProxied((*cc)->net()); }, milliseconds(10'000),
@@ -263,12 +292,21 @@ void Round::Finish(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
   if (Status alive = cc.nodes().CheckAlive(); !alive.ok()) Violation("crash", alive.ToString());
   t_.lease_reads += cc.SumMetric("epoch_reads_lease_total");
   t_.read_index_reads += cc.SumMetric("epoch_reads_read_index_total");
+  const std::uint64_t sent = cc.SumMetric("epoch_snapshots_sent_total");
+  const std::uint64_t installed = cc.SumMetric("epoch_snapshots_installed_total");
+  const std::uint64_t compactions = cc.SumMetric("epoch_log_compactions_total");
+  t_.snapshots_sent += sent;
+  t_.snapshots_installed += installed;
+  t_.compactions += compactions;
   Log(
       fmt::format("checked: {} ops ({} unknown), {} serializable reads, {} writes with revisions "
                   "({} unknown-outcome writes observed), {} fenced commits ({} stale rejections), "
-                  "converged: {}",
+                  "converged: {}; snapshot-count {}: {} log compactions, {} snapshots sent, {} "
+                  "installed (counters of the members running at the end)",
                   rr.lin.operations, rr.unknown, rr.serializable, rr.rev.writes, rr.rev.observed,
-                  fr.commits, fr.stale_rejections, detail.empty() ? "no" : detail));
+                  fr.commits, fr.stale_rejections, detail.empty() ? "no" : detail,
+                  snapshot_count_ > 0 ? std::to_string(snapshot_count_) : "default", compactions,
+                  sent, installed));
 }
 
 void Round::KeepEvidence(ChaosCluster& cc, RegisterWorkload& reg, WatchWorkload& watch) {
@@ -315,6 +353,12 @@ void PrintReport(const CampaignOptions& o, const Totals& t, const std::string& l
       t.acquisitions);
   fmt::print("linearizable reads served (node counters at round ends): lease {}, ReadIndex {}\n",
              t.lease_reads, t.read_index_reads);
+  fmt::print(
+      "snapshots (node counters at round ends): {} rounds with a small --snapshot-count, {} log "
+      "compactions, {} snapshots sent, {} installed\n",
+      o.snapshot_count > 0 ? fmt::format("all (--snapshot-count {})", o.snapshot_count)
+                           : std::to_string(t.small_snapshot_rounds),
+      t.compactions, t.snapshots_sent, t.snapshots_installed);
   std::string v;
   for (const char* c : kCheckers) {
     auto it = t.violations.find(c);

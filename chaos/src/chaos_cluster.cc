@@ -30,6 +30,11 @@ Result<std::unique_ptr<ChaosCluster>> ChaosCluster::Start(ChaosClusterOptions op
     topts.extra_flags.insert(topts.extra_flags.end(),
                              {"--snapshot-count", std::to_string(options.snapshot_count)});
   }
+  if (options.snapshot_catchup_entries > 0) {
+    topts.extra_flags.insert(
+        topts.extra_flags.end(),
+        {"--snapshot-catchup-entries", std::to_string(options.snapshot_catchup_entries)});
+  }
   if (options.client_tls) topts.tls = test::ClusterTls{};  // --auto-tls
   std::vector<std::string> initial_names;
   for (int i = 0; i < initial; ++i) {

@@ -50,6 +50,9 @@ struct ChaosClusterOptions {
   // epochd --snapshot-count (0: epochd's default): small, so members that join or fall behind
   // catch up from a snapshot.
   int snapshot_count = 0;
+  // epochd --snapshot-catchup-entries (0: its default, 5,000): the log tail kept after a
+  // compaction. Small, so a follower that lags by more catches up from a snapshot.
+  int snapshot_catchup_entries = 0;
 };
 
 class ChaosCluster {
