@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "epoch/chaos/chaos_cluster.h"
@@ -25,9 +26,9 @@ using std::chrono::milliseconds;
 using test_support::Eventually;
 using test_support::kProcessPoll;
 
-constexpr std::array<const char*, 9> kCheckers = {"linearizability", "revision", "serializable",
-                                                  "watch",           "fencing",  "convergence",
-                                                  "recovery",        "crash",    "setup"};
+constexpr std::array<const char*, 12> kCheckers = {
+    "linearizability", "revision",     "serializable", "watch",    "fencing", "lock-token",
+    "lock-overlap",    "lease-expiry", "convergence",  "recovery", "crash",   "setup"};
 
 struct Totals {
   int rounds = 0;
@@ -36,6 +37,9 @@ struct Totals {
   std::uint64_t lin_ops = 0, unknown = 0, serializable = 0, watch_events = 0, reconnects = 0;
   std::uint64_t commits = 0, stale = 0, acquisitions = 0, lease_reads = 0, read_index_reads = 0;
   int small_snapshot_rounds = 0;
+  std::uint64_t recorded = 0, held = 0, token_reads = 0, lease_keys_read = 0;
+  std::uint64_t expiry_handovers = 0;
+  std::optional<double> min_expiry_handover_ms;
   std::uint64_t snapshots_sent = 0, snapshots_installed = 0, compactions = 0;
   std::map<std::string, int> violations;
   std::vector<double> failover_ms;
@@ -185,7 +189,7 @@ void Round::Run() {
   std::int64_t start_rev = start->header().revision() + 1;
   std::string joined;
   for (const auto& e : endpoints) joined += (joined.empty() ? "" : ",") + e;
-  LockWorkload locks({o_.self_exe, joined, (*cc)->nodes().dir(), 3, "job-1", 1});
+  LockWorkload locks({o_.self_exe, joined, (*cc)->nodes().dir(), 3, "job-1", 1, kMaxClockDrift});
   if (Status s = locks.Start(); !s.ok()) return Violation("setup", s.ToString());
   RegisterWorkload reg({endpoints, 4, 32, "/reg/", milliseconds(1000), milliseconds(4),
                         milliseconds(50), milliseconds(2000), seed_});
@@ -205,9 +209,14 @@ void Round::Run() {
 bool Round::Iterate(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
                     client::Client& prober) {
   FaultKind kind = kinds_[next_++];
-  FaultContext ctx{cc, locks, prober, rng_, t_.failover_ms, t_.replace_ms};
+  std::vector<LeaseObservation> lease_checks;
+  FaultContext ctx{cc, locks, prober, rng_, t_.failover_ms, t_.replace_ms, lease_checks};
   auto t0 = std::chrono::steady_clock::now();
   Result<std::string> done = InjectAndHeal(kind, ctx);
+  t_.lease_keys_read += lease_checks.size();
+  for (const LeaseObservation& o : lease_checks) {
+    if (auto v = CheckLeaseExpiry(o)) Violation(v->checker, v->what);
+  }
   if (!done.ok()) {
     Violation("recovery", fmt::format("{}: {}", FaultName(kind), done.status().ToString()));
     return false;
@@ -284,7 +293,15 @@ void Round::Finish(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
   t_.commits += fr.commits;
   t_.stale += fr.stale_rejections;
   t_.acquisitions += fr.acquisitions;
-  if (!fr.violation.empty()) Violation("fencing", fr.violation);
+  t_.recorded += fr.recorded;
+  t_.held += fr.held;
+  t_.token_reads += fr.token_reads;
+  t_.expiry_handovers += fr.expiry_handovers;
+  if (fr.min_expiry_handover_ms) {
+    t_.min_expiry_handover_ms = std::min(
+        t_.min_expiry_handover_ms.value_or(*fr.min_expiry_handover_ms), *fr.min_expiry_handover_ms);
+  }
+  for (const NamedViolation& v : fr.violations) Violation(v.checker, v.what);
   std::string detail;
   if (Status s = cc.CheckConverged(milliseconds(15'000), &detail); !s.ok()) {
     Violation("convergence", s.ToString());
@@ -298,15 +315,19 @@ void Round::Finish(ChaosCluster& cc, LockWorkload& locks, RegisterWorkload& reg,
   t_.snapshots_sent += sent;
   t_.snapshots_installed += installed;
   t_.compactions += compactions;
-  Log(
-      fmt::format("checked: {} ops ({} unknown), {} serializable reads, {} writes with revisions "
-                  "({} unknown-outcome writes observed), {} fenced commits ({} stale rejections), "
-                  "converged: {}; snapshot-count {}: {} log compactions, {} snapshots sent, {} "
-                  "installed (counters of the members running at the end)",
-                  rr.lin.operations, rr.unknown, rr.serializable, rr.rev.writes, rr.rev.observed,
-                  fr.commits, fr.stale_rejections, detail.empty() ? "no" : detail,
-                  snapshot_count_ > 0 ? std::to_string(snapshot_count_) : "default", compactions,
-                  sent, installed));
+  Log(fmt::format(
+      "checked: {} ops ({} unknown), {} serializable reads, {} writes with revisions "
+      "({} unknown-outcome writes observed), {} fenced commits ({} stale rejections), "
+      "{} lock acquisitions recorded ({} held, {} tokens read back, {} handovers after a lease "
+      "ran out, closest {}), converged: {}; snapshot-count {}: {} log compactions, {} snapshots "
+      "sent, {} installed (counters of the members running at the end)",
+      rr.lin.operations, rr.unknown, rr.serializable, rr.rev.writes, rr.rev.observed, fr.commits,
+      fr.stale_rejections, fr.recorded, fr.held, fr.token_reads, fr.expiry_handovers,
+      fr.min_expiry_handover_ms ? fmt::format("{:.1f} ms", *fr.min_expiry_handover_ms)
+                                : std::string("-"),
+      detail.empty() ? "no" : detail,
+      snapshot_count_ > 0 ? std::to_string(snapshot_count_) : "default", compactions, sent,
+      installed));
 }
 
 void Round::KeepEvidence(ChaosCluster& cc, RegisterWorkload& reg, WatchWorkload& watch) {
@@ -351,6 +372,13 @@ void PrintReport(const CampaignOptions& o, const Totals& t, const std::string& l
       "rejections, {} lock acquisitions)\n",
       t.lin_ops, t.unknown, t.serializable, t.watch_events, t.reconnects, t.commits, t.stale,
       t.acquisitions);
+  fmt::print(
+      "lock and lease checks: {} acquisitions recorded ({} held on the holder's own clock, {} "
+      "tokens read back), {} keys of paused holders read after lease deadline + bound; {} "
+      "handovers after a lease ran out, the closest {} after the holder's deadline\n",
+      t.recorded, t.held, t.token_reads, t.lease_keys_read, t.expiry_handovers,
+      t.min_expiry_handover_ms ? fmt::format("{:.1f} ms", *t.min_expiry_handover_ms)
+                               : std::string("-"));
   fmt::print("linearizable reads served (node counters at round ends): lease {}, ReadIndex {}\n",
              t.lease_reads, t.read_index_reads);
   fmt::print(

@@ -70,6 +70,9 @@ struct FaultContext {
   std::mt19937_64& rng;
   std::vector<double>& failover_ms;  // appended by kKillLeader
   std::vector<double>& replace_ms;   // appended by kMemberReplace: MemberAdd to promoted voter
+  // Appended by kPauseWorker: the paused holder's lock key read after its lease's deadline plus
+  // the published bound (lock_workload.h, CheckLeaseExpiry).
+  std::vector<LeaseObservation>& lease_checks;
 };
 
 // Injects `kind`, holds it, heals it. Returns what was done ("kill n2 (leader) ..."), or an error
