@@ -196,10 +196,10 @@ std::int64_t MonotonicNs() {
 }
 
 // While worker `w` is paused: its lease's keys must be gone by the lease's deadline plus the
-// published bound (docs/timing-and-safety.md §7). Asks Lease/Status for the deadline and the bound
-// (after `settle`, so renewals the worker sent just before the pause have landed), waits until
-// that instant — extending the pause if it would end first — and reads each attached key.
-// Returns the time the pause must still last; appends one observation per key read.
+// published bound (docs/timing-and-safety.md §7). Asks Lease/Status for the deadline, the bound
+// and the attached keys 100 ms into the pause (so renewals the worker sent just before it have
+// landed), waits until that instant — extending the pause if it would end first — and reads
+// each key. Returns how long the pause must still last; appends one observation per key read.
 milliseconds WatchPausedLease(FaultContext& ctx, int w, LeaseId lease,
                               std::chrono::steady_clock::time_point paused_at,
                               std::chrono::steady_clock::time_point pause_ends, std::string* what) {
