@@ -9,8 +9,9 @@
 //
 // The fencing check reads `commits` in commit order: per job the stages are 1, 2, 3, ... (no stage
 // committed twice, none skipped), tokens never decrease (no older-token commit after a newer
-// one), and every token belongs to one worker (two holders never share a token). The guarded
-// UPDATE itself enforces the last two, so they hold whatever the cluster does.
+// one), and every token belongs to one worker (two holders never share a token). The first two
+// hold whatever the cluster does (each stage is the row's stage + 1 within one transaction; the
+// guarded UPDATE admits only a greater (token, stage)).
 //
 // The lock checks do not rely on the guard. Each worker records every acquisition in
 // `acquisitions` (Acquisition below): the token, the lock key's create_revision as a
