@@ -100,12 +100,18 @@ std::unique_ptr<client::Client> MakeProber(const std::vector<std::string>& endpo
 }
 
 // One round in three (r = 1, 4, 7, ...) runs with a --snapshot-count drawn from [50, 200] unless
-// the campaign sets one, and keeps a quarter of it after each compaction
-// (--snapshot-catchup-entries; epochd's default tail of 5,000 entries would keep any compaction
-// from happening in a round): at the register workload's rate every member then compacts its log
-// every few hundred milliseconds, so a member that was killed, paused or cut off catches up by
-// snapshot (build, send, install) under every fault kind. Drawn from the round's seed alone, so
-// --only-round re-runs it. 0 = epochd's default.
+// the campaign sets one, and a catch-up tail of kSmallRoundCatchupEntries: at the register
+// workload's rate (about 400 entries a second on 2 cores) every member then compacts its log
+// every 1-2 s, and a member that was killed, paused, cut off or replaced and lags by more than
+// about a second catches up by snapshot (build, send, install) under every fault kind. Drawn
+// from the round's seed alone, so --only-round re-runs it. 0 = epochd's default.
+// The log tail kept after a compaction in those rounds. epochd's default (5,000 entries) would
+// keep any compaction from happening in a round. It must still cover the entries written while
+// one snapshot is built, sent and installed (about 0.5 s under load), or a member that needs one
+// never catches up: with a tail of 12-50 entries a joining learner installs snapshot after
+// snapshot (105 in 60 s), each already behind the leader's first index.
+constexpr int kSmallRoundCatchupEntries = 500;
+
 int RoundSnapshotCount(const CampaignOptions& o, int index) {
   if (o.snapshot_count > 0) return o.snapshot_count;
   if (index % 3 != 1) return 0;
@@ -163,14 +169,16 @@ void Round::Run() {
   Log(fmt::format("plan: snapshot-count {}; faults: {}",
                   snapshot_count_ == 0     ? std::string("epochd's default")
                   : o_.snapshot_count == 0 ? fmt::format("{} (catch-up entries {})",
-                                                         snapshot_count_, snapshot_count_ / 4)
+                                                         snapshot_count_, kSmallRoundCatchupEntries)
                                            : std::to_string(snapshot_count_),
                   plan));
   if (snapshot_count_ > 0 && o_.snapshot_count == 0) ++t_.small_snapshot_rounds;
   ChaosClusterOptions copts{o_.epochd_path, o_.nodes,      o_.raft_flags,
                             seed_,          o_.client_tls, o_.peer_tls};
   copts.snapshot_count = snapshot_count_;
-  if (o_.snapshot_count == 0) copts.snapshot_catchup_entries = snapshot_count_ / 4;
+  if (o_.snapshot_count == 0 && snapshot_count_ > 0) {
+    copts.snapshot_catchup_entries = kSmallRoundCatchupEntries;
+  }
   auto cc = ChaosCluster::Start(std::move(copts));
   if (!cc.ok()) return Violation("setup", cc.status().ToString());
   if (!Eventually([&] { return EveryLinkProxied((*cc)->net()); }, milliseconds(10'000),
