@@ -99,22 +99,18 @@ std::unique_ptr<client::Client> MakeProber(const std::vector<std::string>& endpo
   return c.ok() ? std::move(*c) : nullptr;
 }
 
-// One round in three (r = 1, 4, 7, ...) runs with a --snapshot-count drawn from [50, 200] unless
-// the campaign sets one, and a catch-up tail of kSmallRoundCatchupEntries: at the register
-// workload's rate (about 400 entries a second on 2 cores) every member then compacts its log
-// every 1-2 s, and a member that was killed, paused, cut off or replaced and lags by more than
-// about a second catches up by snapshot (build, send, install) under every fault kind. Drawn
-// from the round's seed alone, so --only-round re-runs it. 0 = epochd's default.
-// The log tail kept after a compaction in those rounds. epochd's default (5,000 entries) would
-// keep any compaction from happening in a round. It must still cover the entries written while
-// one snapshot is built, sent and installed (about 0.5 s under load), or a member that needs one
-// never catches up: with a tail of 12-50 entries a joining learner installs snapshot after
-// snapshot (105 in 60 s), each already behind the leader's first index.
-constexpr int kSmallRoundCatchupEntries = 500;
-
-int RoundSnapshotCount(const CampaignOptions& o, int index) {
+// One round in three (r = 1, 4, 7, ...) runs with a --snapshot-count drawn from [50, 200] and a
+// catch-up tail of a quarter of it (--snapshot-catchup-entries; epochd's default tail of 5,000
+// entries would keep any compaction from happening in a round), unless the campaign sets a count
+// or the round replaces a member. At the register workload's rate every member then compacts its
+// log every few hundred milliseconds, so a member that was killed, paused or cut off catches up
+// by snapshot (build, send, install) under every fault kind. A joining member is left out: the
+// snapshot it gets starts where the leader's log starts, the leader compacts again every
+// count/2 entries or so, and under load the learner installs snapshot after snapshot and is never
+// promoted. Drawn from the round's seed alone, so --only-round re-runs it. 0 = epochd's default.
+int RoundSnapshotCount(const CampaignOptions& o, int index, const std::vector<FaultKind>& kinds) {
   if (o.snapshot_count > 0) return o.snapshot_count;
-  if (index % 3 != 1) return 0;
+  if (index % 3 != 1 || std::ranges::count(kinds, FaultKind::kMemberReplace) > 0) return 0;
   std::mt19937_64 rng((o.seed + static_cast<std::uint64_t>(index)) ^ 0x5a4a9507);
   return std::uniform_int_distribution<int>(50, 200)(rng);
 }
@@ -128,7 +124,7 @@ class Round {
         kinds_(std::move(kinds)),
         t_(totals),
         rng_(seed_),
-        snapshot_count_(RoundSnapshotCount(o, index)) {}
+        snapshot_count_(RoundSnapshotCount(o, index, kinds_)) {}
 
   void Run();
 
@@ -169,7 +165,7 @@ void Round::Run() {
   Log(fmt::format("plan: snapshot-count {}; faults: {}",
                   snapshot_count_ == 0     ? std::string("epochd's default")
                   : o_.snapshot_count == 0 ? fmt::format("{} (catch-up entries {})",
-                                                         snapshot_count_, kSmallRoundCatchupEntries)
+                                                         snapshot_count_, snapshot_count_ / 4)
                                            : std::to_string(snapshot_count_),
                   plan));
   if (snapshot_count_ > 0 && o_.snapshot_count == 0) ++t_.small_snapshot_rounds;
@@ -177,7 +173,7 @@ void Round::Run() {
                             seed_,          o_.client_tls, o_.peer_tls};
   copts.snapshot_count = snapshot_count_;
   if (o_.snapshot_count == 0 && snapshot_count_ > 0) {
-    copts.snapshot_catchup_entries = kSmallRoundCatchupEntries;
+    copts.snapshot_catchup_entries = snapshot_count_ / 4;
   }
   auto cc = ChaosCluster::Start(std::move(copts));
   if (!cc.ok()) return Violation("setup", cc.status().ToString());
