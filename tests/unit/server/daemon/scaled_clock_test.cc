@@ -25,7 +25,7 @@ struct ManualSource {
   }
 };
 
-TEST_CASE("ScaledClock: rate 1 reads the source; a rate applies from the change on",
+TEST_CASE("ScaledClock: rate 1 reads the source, a new rate applies from the change on",
           "[daemon][clock]") {
   ManualSource src;
   ScaledClock clock(src.Fn());
@@ -88,7 +88,8 @@ TEST_CASE(
   CHECK(backwards.load() == 0);
 }
 
-TEST_CASE("ScaledClock: rates outside (0, 2] are refused and change nothing", "[daemon][clock]") {
+TEST_CASE("ScaledClock: rates outside 0 < R <= 2 are refused and change nothing",
+          "[daemon][clock]") {
   ManualSource src;
   ScaledClock clock(src.Fn());
   REQUIRE(clock.SetRate(1.5));
@@ -100,7 +101,7 @@ TEST_CASE("ScaledClock: rates outside (0, 2] are refused and change nothing", "[
   CHECK(clock.SetRate(2.0));
 }
 
-TEST_CASE("ClockFailpoint: rate and clear set the clock; bad requests are 400", "[daemon][clock]") {
+TEST_CASE("ClockFailpoint: rate and clear set the clock, bad requests are 400", "[daemon][clock]") {
   ManualSource src;
   ScaledClock clock(src.Fn());
   ClockFailpoint fp(clock);
