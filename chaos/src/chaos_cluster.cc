@@ -30,6 +30,11 @@ Result<std::unique_ptr<ChaosCluster>> ChaosCluster::Start(ChaosClusterOptions op
     topts.extra_flags.insert(topts.extra_flags.end(),
                              {"--snapshot-count", std::to_string(options.snapshot_count)});
   }
+  if (options.snapshot_catchup_entries > 0) {
+    topts.extra_flags.insert(
+        topts.extra_flags.end(),
+        {"--snapshot-catchup-entries", std::to_string(options.snapshot_catchup_entries)});
+  }
   if (options.client_tls) topts.tls = test::ClusterTls{};  // --auto-tls
   std::vector<std::string> initial_names;
   for (int i = 0; i < initial; ++i) {
@@ -90,14 +95,26 @@ std::vector<std::string> ChaosCluster::ClientEndpoints() const {
   return out;
 }
 
-Status ChaosCluster::Disk(int i, std::string_view query) {
-  auto r = cluster_->Http(i, fmt::format("/failpoint/disk?{}", query));
+namespace {
+
+Status Failpoint(test::TestCluster& tc, int i, std::string_view which, std::string_view query) {
+  auto r = tc.Http(i, fmt::format("/failpoint/{}?{}", which, query));
   if (!r.ok()) return r.status();
   if (r->code != 200) {
     return Status::FailedPrecondition(
-        fmt::format("n{} disk failpoint {}: {} {}", i + 1, query, r->code, r->body));
+        fmt::format("n{} {} failpoint {}: {} {}", i + 1, which, query, r->code, r->body));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ChaosCluster::Disk(int i, std::string_view query) {
+  return Failpoint(*cluster_, i, "disk", query);
+}
+
+Status ChaosCluster::Clock(int i, std::string_view query) {
+  return Failpoint(*cluster_, i, "clock", query);
 }
 
 Status ChaosCluster::MoveLeader(int from, int to) {

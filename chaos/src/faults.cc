@@ -189,6 +189,101 @@ Result<std::string> Disk(FaultContext& ctx, int leader, bool stall) {
   return fmt::format("leader n{} WAL {} for {} ms, cleared", leader + 1, query, hold.count());
 }
 
+std::int64_t MonotonicNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// While worker `w` is paused: its lease's keys must be gone by the lease's deadline plus the
+// published bound (docs/timing-and-safety.md §7). Asks Lease/Status for the deadline, the bound
+// and the attached keys 100 ms into the pause (so renewals the worker sent just before it have
+// landed), waits until that instant — extending the pause if it would end first — and reads
+// each key. Returns how long the pause must still last; appends one observation per key read.
+milliseconds WatchPausedLease(FaultContext& ctx, int w, LeaseId lease,
+                              std::chrono::steady_clock::time_point paused_at,
+                              std::chrono::steady_clock::time_point pause_ends, std::string* what) {
+  auto left = [pause_ends] {
+    return std::chrono::duration_cast<milliseconds>(std::max(
+        pause_ends - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0)));
+  };
+  Hold(milliseconds(100));
+  client::CallOptions call;
+  call.timeout = milliseconds(1000);
+  Result<v1::LeaseStatusResponse> status = client::LeaseStatus(ctx.prober, lease, true, call);
+  const std::int64_t answered = MonotonicNs();
+  if (!status.ok() || !status->found() || status->keys().empty()) {
+    *what = !status.ok()       ? ", lease status unknown"
+            : !status->found() ? fmt::format(", lease {:x} already gone", lease.value())
+                               : fmt::format(", lease {:x} holds no key", lease.value());
+    return left();
+  }
+  LeaseObservation o;
+  o.worker = w + 1;
+  o.lease = lease.value();
+  o.status_returned_ns = answered;
+  o.remaining_ttl_ms = status->remaining_ttl_ms();
+  o.max_extension_ms = status->max_extension_ms();
+  const std::int64_t wait_ns = LeaseGoneByNs(o) - MonotonicNs();
+  // Bounded: the TTL is 1 s and the bound about 1.3 s at the chaos timing.
+  if (wait_ns > std::chrono::nanoseconds(std::chrono::seconds(10)).count()) {
+    *what = fmt::format(", lease deadline + bound {} ms away: not checked", wait_ns / 1'000'000);
+    return left();
+  }
+  if (wait_ns > 0) {
+    Hold(std::chrono::duration_cast<milliseconds>(std::chrono::nanoseconds(wait_ns)) +
+         milliseconds(1));
+  }
+  const auto read_at = std::chrono::steady_clock::now();
+  int seen = 0;
+  for (const v1::LeaseKey& k : status->keys()) {
+    LeaseObservation ko = o;
+    ko.key = k.key();
+    ko.read_sent_ns = MonotonicNs();
+    Result<std::optional<mvccpb::KeyValue>> kv = ctx.prober.Get(ko.key, call);
+    if (!kv.ok()) continue;  // unknown: no observation
+    ko.key_seen = kv->has_value() && (*kv)->lease() == o.lease;
+    if (ko.key_seen) ko.seen_create_revision = (*kv)->create_revision();
+    seen += ko.key_seen ? 1 : 0;
+    ctx.lease_checks.push_back(ko);
+  }
+  *what = fmt::format(
+      ", {} key(s) of lease {:x} read {} ms into the pause (deadline + bound passed), {} still "
+      "there",
+      status->keys_size(), o.lease,
+      std::chrono::duration_cast<milliseconds>(read_at - paused_at).count(), seen);
+  return left();
+}
+
+Result<std::string> PauseWorker(FaultContext& ctx) {
+  int w = std::uniform_int_distribution<int>(0, ctx.locks.workers() - 1)(ctx.rng);
+  LeaseId lease(0);
+  // Prefer the current holder (it wrote "<id> <lease>" after acquiring), so the pause hits a
+  // worker in the middle of its stages and its lock key is there to watch.
+  if (auto h = ctx.prober.Get(HolderKey(ctx.locks.job())); h.ok() && h->has_value()) {
+    const std::string& v = (*h)->value();
+    int id = std::atoi(v.c_str());
+    if (id >= 1 && id <= ctx.locks.workers()) {
+      w = id - 1;
+      if (std::size_t sp = v.find(' '); sp != std::string::npos) {
+        lease = LeaseId(static_cast<std::int64_t>(std::strtoull(v.c_str() + sp + 1, nullptr, 16)));
+      }
+    }
+  }
+  milliseconds hold = Between(ctx.rng, 1500, 3000);  // the lease TTL is 1 s
+  const auto t0 = std::chrono::steady_clock::now();
+  ctx.locks.Pause(w);
+  std::string what;
+  milliseconds rest = hold;
+  if (lease.value() != 0) rest = WatchPausedLease(ctx, w, lease, t0, t0 + hold, &what);
+  Hold(rest);
+  ctx.locks.Resume(w);
+  const auto paused =
+      std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0);
+  return fmt::format("SIGSTOP worker {} for {} ms (TTL 1 s){}, SIGCONT", w + 1, paused.count(),
+                     what);
+}
+
 // Removes a voter — the leader one time in three — while it runs (it leaves by itself) or after
 // a SIGKILL (a dead member whose disk is gone), wipes its data directory, adds a fresh member as
 // a learner in its slot, starts it with --initial-cluster-state existing and promotes it once it
@@ -217,6 +312,28 @@ Result<std::string> MemberReplace(FaultContext& ctx, int leader) {
       "{:.0f} ms after MemberAdd",
       dead ? "SIGKILLed" : "running", old, the_leader ? "leader" : "follower",
       exit_status.value_or(-1), *name, ms);
+}
+
+// One member's tick clock (Raft ticks, leader lease, the leader's cluster clock) runs at a rate
+// within [1 - ρ, 1 + ρ] — the drift the timing rules are designed for — for 1–3 s, then at rate 1
+// again. The leader half of the time (its lease and the cluster clock run on it); half the time
+// exactly at an extreme, where a rule without its ρ margin would break first.
+Result<std::string> ClockSkew(FaultContext& ctx, int leader) {
+  const int n = ctx.cluster.size();
+  const bool the_leader = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 0;
+  const int node = the_leader ? leader : RandomOther(ctx.rng, n, leader);
+  const double sign = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 0 ? -1.0 : 1.0;
+  const bool extreme = std::uniform_int_distribution<int>(0, 1)(ctx.rng) == 0;
+  const double magnitude =
+      extreme ? kMaxClockDrift
+              : std::uniform_real_distribution<double>(0.0, kMaxClockDrift)(ctx.rng);
+  const double rate = 1.0 + sign * magnitude;
+  milliseconds hold = Between(ctx.rng, 1000, 3000);
+  EPOCH_RETURN_IF_ERROR(ctx.cluster.Clock(node, fmt::format("rate={:.4f}", rate)));
+  Hold(hold);
+  EPOCH_RETURN_IF_ERROR(ctx.cluster.Clock(node, "clear=1"));
+  return fmt::format("n{} ({}) tick clock at rate {:.4f} for {} ms, cleared", node + 1,
+                     the_leader ? "leader" : "follower", rate, hold.count());
 }
 
 // Sets the cluster's election timeout to `ms` and waits until every voter reports it to the
@@ -268,10 +385,10 @@ Result<std::string> TimingChange(FaultContext& ctx) {
 
 std::string_view FaultName(FaultKind kind) {
   static constexpr std::array<std::string_view, kFaultKinds> kNames = {
-      "kill-leader",    "kill-follower",  "pause-leader",     "pause-follower",
-      "pause-worker",   "partition-node", "partition-oneway", "partition-ring",
-      "isolate-leader", "link-delay",     "link-drop",        "disk-slow",
-      "disk-stall",     "move-leader",    "member-replace",   "timing-change"};
+      "kill-leader",    "kill-follower",    "pause-leader",   "pause-follower", "pause-worker",
+      "partition-node", "partition-oneway", "partition-ring", "isolate-leader", "link-delay",
+      "link-drop",      "disk-slow",        "disk-stall",     "move-leader",    "member-replace",
+      "timing-change",  "clock-skew"};
   return kNames.at(static_cast<std::size_t>(kind));
 }
 
@@ -320,20 +437,7 @@ Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx) {
     }
     case FaultKind::kPauseLeader: return Pause(ctx, *leader, true);
     case FaultKind::kPauseFollower: return Pause(ctx, RandomOther(ctx.rng, n, *leader), false);
-    case FaultKind::kPauseWorker: {
-      int w = std::uniform_int_distribution<int>(0, ctx.locks.workers() - 1)(ctx.rng);
-      // Prefer the current holder (it wrote its id after acquiring), so the pause hits a worker
-      // in the middle of its stages.
-      if (auto h = ctx.prober.Get(HolderKey(ctx.locks.job())); h.ok() && h->has_value()) {
-        int id = std::atoi((*h)->value().c_str());
-        if (id >= 1 && id <= ctx.locks.workers()) w = id - 1;
-      }
-      milliseconds hold = Between(ctx.rng, 1500, 3000);  // the lease TTL is 1 s
-      ctx.locks.Pause(w);
-      Hold(hold);
-      ctx.locks.Resume(w);
-      return fmt::format("SIGSTOP worker {} for {} ms (TTL 1 s), SIGCONT", w + 1, hold.count());
-    }
+    case FaultKind::kPauseWorker: return PauseWorker(ctx);
     case FaultKind::kDiskSlow: return Disk(ctx, *leader, false);
     case FaultKind::kDiskStall: return Disk(ctx, *leader, true);
     case FaultKind::kMoveLeader: {
@@ -344,6 +448,7 @@ Result<std::string> InjectAndHeal(FaultKind kind, FaultContext& ctx) {
     }
     case FaultKind::kMemberReplace: return MemberReplace(ctx, *leader);
     case FaultKind::kTimingChange: return TimingChange(ctx);
+    case FaultKind::kClockSkew: return ClockSkew(ctx, *leader);
     default: return Partition(kind, ctx, *leader);
   }
 }

@@ -1,6 +1,7 @@
 // The fenced worker process of the lock workload (lock_workload.h). Started by the harness as
-// `chaos_runner --worker --worker-id N --endpoints A,B,C --db PATH --job J --ttl-s T`; runs until
-// SIGTERM, then records its counters in worker_stats and exits 0.
+// `chaos_runner --worker --worker-id N --endpoints A,B,C --db PATH --job J --ttl-s T
+// --drift-rho R`; records every acquisition in `acquisitions`, runs until SIGTERM, then records its
+// counters in worker_stats and exits 0.
 #include <fmt/format.h>
 #include <sqlite3.h>
 
@@ -28,6 +29,7 @@ struct WorkerArgs {
   std::string db;
   std::string job;
   int ttl_s = 1;
+  double drift_rho = 0.05;
 };
 
 Result<WorkerArgs> Parse(int argc, char** argv) {
@@ -44,6 +46,7 @@ Result<WorkerArgs> Parse(int argc, char** argv) {
     w.db = kv.at("--db");
     w.job = kv.at("--job");
     w.ttl_s = std::stoi(kv.at("--ttl-s"));
+    w.drift_rho = std::stod(kv.at("--drift-rho"));
     std::stringstream ss(kv.at("--endpoints"));
     for (std::string e; std::getline(ss, e, ',');) w.endpoints.push_back(e);
   } catch (const std::exception& e) {
@@ -86,14 +89,72 @@ bool CommitStage(sqlite3* db, client::SqliteFencedStore& store, const WorkerArgs
   return store.Commit().ok();
 }
 
+std::int64_t MonotonicNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The session's own deadline (send time of the last acknowledged renewal + TTL/(1+ρ)), sampled
+// every 2 ms while the lock is held. Session exposes it as Remaining() = deadline - now, zero once
+// passed; now + Remaining() read while positive is the deadline (up to the instants of the two
+// clock reads, in the early direction). The latest sample is what the worker believed when it
+// stopped: a SIGSTOP freezes this thread with the session's, so no sample comes from a later
+// renewal than the worker saw.
+class DeadlineSampler {
+ public:
+  explicit DeadlineSampler(const client::Session& session)
+      : session_(session), thread_([this](std::stop_token stop) { Run(stop); }) {}
+  // Stops sampling (after one last sample) and returns the latest deadline; 0 if none.
+  std::int64_t Finish() {
+    thread_.request_stop();
+    thread_.join();
+    Sample();
+    return deadline_ns_.load();
+  }
+
+ private:
+  void Sample() {
+    const std::int64_t now = MonotonicNs();
+    const std::int64_t left = session_.Remaining().count();
+    if (left > 0) deadline_ns_.store(std::max(deadline_ns_.load(), now + left));
+  }
+  void Run(const std::stop_token& stop) {
+    // Bounded: 2 ms apart, at most ~30 minutes of one hold.
+    for (int i = 0; i < 1'000'000 && !stop.stop_requested(); ++i) {
+      Sample();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+  const client::Session& session_;
+  std::atomic<std::int64_t> deadline_ns_{0};
+  std::jthread thread_;  // last: it samples the members above
+};
+
 void HoldAndWork(client::Client& c, client::Session& session, sqlite3* db,
                  client::SqliteFencedStore& store, const WorkerArgs& a, Counters& n) {
   client::Mutex mutex(&c, session, "/lock/" + a.job);
   auto token = mutex.Lock({std::chrono::milliseconds(3000), {}});
   if (!token.ok()) return;
+  Acquisition record;
+  record.returned_ns = MonotonicNs();
+  DeadlineSampler deadline(session);
   ++n.acquisitions;
-  // Tell the harness who holds the lock, so a worker pause can hit the holder.
-  (void)c.Put(HolderKey(a.job), std::to_string(a.id), LeaseId(0),
+  record.worker = a.id;
+  record.lease = session.lease().value();
+  record.token = token->value();
+  record.header_revision = mutex.header().revision();
+  record.ttl_ms = a.ttl_s * 1000;
+  record.drift_rho = a.drift_rho;
+  // The token must be the lock key's create_revision (docs/timing-and-safety.md §9), which a
+  // linearizable read shows independently of the Mutex's own bookkeeping.
+  if (auto kv = c.Get(mutex.key(), {std::chrono::milliseconds(500), {}});
+      kv.ok() && kv->has_value() && (*kv)->lease() == record.lease) {
+    record.key_create_revision = (*kv)->create_revision();
+  }
+  // Tell the harness who holds the lock, so a worker pause can hit the holder and watch its lease.
+  (void)c.Put(HolderKey(a.job), fmt::format("{} {:x}", a.id, record.lease), LeaseId(0),
               {std::chrono::milliseconds(500), {}});
   for (int stage = 0; stage < 3 && !g_stop.load(); ++stage) {
     if (!session.CanTakeNewWork()) break;
@@ -102,7 +163,12 @@ void HoldAndWork(client::Client& c, client::Session& session, sqlite3* db,
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     if (!CommitStage(db, store, a, *token, n)) break;
   }
+  record.end_ns = MonotonicNs();
+  record.deadline_ns = deadline.Finish();
   (void)mutex.Unlock({std::chrono::milliseconds(1000), {}});
+  if (Status recorded = RecordAcquisition(db, record); !recorded.ok()) {
+    fmt::print("worker {}: {}\n", a.id, recorded.ToString());
+  }
 }
 
 }  // namespace
@@ -134,6 +200,7 @@ int RunLockWorker(int argc, char** argv) {
       if (session) (void)session->Close();
       client::SessionConfig cfg;
       cfg.timing.ttl = std::chrono::seconds(args->ttl_s);
+      cfg.timing.drift_rho = args->drift_rho;
       auto s = client::Session::Create(c->get(), cfg);
       if (!s.ok()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));  // retry pacing

@@ -12,6 +12,7 @@
 #include "epoch/chaos/proxy_net.h"
 #include "epoch/chaos/register_workload.h"
 #include "epoch/chaos/watch_workload.h"
+#include "epoch/client/admin.h"
 #include "epoch/test_support/eventually.h"
 #include "epoch/test_support/temp_dir.h"
 
@@ -145,7 +146,10 @@ std::string FencingVerdict(const std::vector<std::array<std::int64_t, 3>>& commi
   REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(db);
   epoch::chaos::LockWorkload w({"", "", dir.path(), 0, "j", 1});
-  return w.Check().violation;
+  for (const auto& v : w.Check().violations) {
+    if (v.checker == "fencing") return v.what;
+  }
+  return "";
 }
 
 }  // namespace
@@ -158,18 +162,160 @@ TEST_CASE("fencing check flags a repeated stage, an older token and a shared tok
   CHECK_FALSE(FencingVerdict({{1, 5, 1}, {3, 5, 1}}).empty());  // stage skipped
 }
 
+namespace {
+
+using epoch::chaos::Acquisition;
+
+constexpr std::int64_t kMs = 1'000'000;
+
+// An acquisition by `worker` through `lease` with `token`: Lock() returned at `at` ms, Unlock
+// was about to be sent at `end` ms, and the session's deadline was `deadline` ms. The read saw
+// the token as the key's create_revision, and the header revision is the token's.
+Acquisition Hold(int worker, std::int64_t lease, std::int64_t token, std::int64_t at,
+                 std::int64_t end, std::int64_t deadline) {
+  Acquisition a;
+  a.worker = worker;
+  a.lease = lease;
+  a.token = token;
+  a.key_create_revision = token;
+  a.header_revision = token;
+  a.returned_ns = at * kMs;
+  a.end_ns = end * kMs;
+  a.deadline_ns = deadline * kMs;
+  a.ttl_ms = 1000;
+  a.drift_rho = 0.05;
+  return a;
+}
+
+// The workload's database with `history` recorded as the workers record it, checked by
+// LockWorkload: the finding of checker `name`, "" if none.
+std::string LockFinding(const std::vector<Acquisition>& history, const std::string& name) {
+  epoch::test_support::TempDir dir("epoch-chaos-test");
+  epoch::chaos::LockWorkload w({"", "", dir.path(), 0, "j", 1});
+  REQUIRE(w.Start().ok());  // no workers: the tables only
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(dir.Sub("fenced.db").c_str(), &db) == SQLITE_OK);
+  for (const Acquisition& a : history) REQUIRE(epoch::chaos::RecordAcquisition(db, a).ok());
+  sqlite3_close(db);
+  epoch::chaos::FencingReport report = w.Check();
+  CHECK(report.recorded == history.size());
+  for (const auto& v : report.violations) {
+    if (v.checker == name) return v.what;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("lock-token check flags a token that is not the key's create_revision or shrinks",
+          "[chaos]") {
+  auto token_finding = [](const std::vector<Acquisition>& h) {
+    return LockFinding(h, "lock-token");
+  };
+  // Worker 1 unlocks at 400 ms, worker 2 gets the lock at 410 ms, worker 3 after 2's lease ran
+  // out while paused (end 3000 ms, deadline 1300 ms); worker 1 again with the same lease.
+  std::vector<Acquisition> ok = {Hold(1, 0xa, 10, 0, 400, 900), Hold(2, 0xb, 14, 410, 3000, 1300),
+                                 Hold(3, 0xc, 20, 1500, 1800, 2400),
+                                 Hold(1, 0xa, 25, 1810, 2000, 2700)};
+  CHECK(token_finding(ok) == "");
+  // Given out of order: the check orders by Lock() return time.
+  CHECK(token_finding({ok[3], ok[1], ok[0], ok[2]}) == "");
+
+  // The Mutex handed out the header revision of a later response instead of the key's
+  // create_revision (etcdctl's ETCD_LOCK_REV, not a fencing token).
+  std::vector<Acquisition> header_as_token = ok;
+  header_as_token[1].token = 17;
+  header_as_token[1].header_revision = 17;
+  CHECK_THAT(token_finding(header_as_token),
+             Catch::Contains("not the lock key's create_revision 14"));
+  // A completing response older than the key it granted.
+  std::vector<Acquisition> old_header = ok;
+  old_header[2].header_revision = 19;
+  CHECK_THAT(token_finding(old_header), Catch::Contains("header revision 19 is below"));
+  // A later holder got a smaller token (the key read agreeing): the grant was not in
+  // create_revision order.
+  std::vector<Acquisition> shrinking = ok;
+  shrinking[2].token = shrinking[2].key_create_revision = 12;
+  shrinking[2].header_revision = 12;
+  CHECK_THAT(token_finding(shrinking), Catch::Contains("token does not grow"));
+  // ... which is no violation when that later Lock() returned after its own deadline: its hold is
+  // empty (a worker paused between the grant and the return), so nothing followed it.
+  shrinking[2].deadline_ns = 1400 * kMs;
+  CHECK(token_finding(shrinking) == "");
+  // A key read that failed (0) is no evidence either way.
+  std::vector<Acquisition> unread = ok;
+  unread[0].key_create_revision = 0;
+  CHECK(token_finding(unread) == "");
+}
+
+TEST_CASE("lock-overlap check flags a grant while the previous holder's lease was still valid",
+          "[chaos]") {
+  auto overlap_finding = [](const std::vector<Acquisition>& h) {
+    return LockFinding(h, "lock-overlap");
+  };
+  std::vector<Acquisition> ok = {Hold(1, 0xa, 10, 0, 400, 900), Hold(2, 0xb, 14, 410, 3000, 1300),
+                                 Hold(3, 0xc, 20, 1500, 1800, 2400)};
+  CHECK(overlap_finding(ok) == "");
+  // Worker 3 got the lock at 1250 ms while paused worker 2 could still act until its deadline at
+  // 1300 ms: the cluster expired 2's lease (or granted the lock) before the worker-side rule
+  // said it could.
+  std::vector<Acquisition> early = ok;
+  early[2].returned_ns = 1250 * kMs;
+  CHECK_THAT(overlap_finding(early), Catch::Contains("50.0 ms before the end of the hold of "
+                                                     "worker 2"));
+  // A grant before the previous holder sent its Unlock.
+  std::vector<Acquisition> before_unlock = ok;
+  before_unlock[1].returned_ns = 390 * kMs;
+  CHECK_THAT(overlap_finding(before_unlock), Catch::Contains("two holders"));
+  // The same lease twice never overlaps itself, and an empty hold (deadline passed before Lock()
+  // returned) overlaps nothing.
+  std::vector<Acquisition> same_lease = {Hold(1, 0xa, 10, 0, 400, 900),
+                                         Hold(1, 0xa, 10, 300, 600, 900)};
+  CHECK(overlap_finding(same_lease) == "");
+  std::vector<Acquisition> empty = ok;
+  empty.push_back(Hold(1, 0xa, 8, 1600, 1700, 1200));
+  CHECK(overlap_finding(empty) == "");
+}
+
+TEST_CASE("lease-expiry check flags a key read after its lease's deadline plus the bound",
+          "[chaos]") {
+  epoch::chaos::LeaseObservation o;
+  o.worker = 2;
+  o.lease = 0x1234;
+  o.key = "/lock/job-1/1234";
+  o.status_returned_ns = 5'000 * kMs;
+  o.remaining_ttl_ms = 900;
+  o.max_extension_ms = 1268;
+  CHECK(epoch::chaos::LeaseGoneByNs(o) == 7'168 * kMs);
+  o.read_sent_ns = 7'170 * kMs;
+  o.key_seen = false;
+  CHECK_FALSE(epoch::chaos::CheckLeaseExpiry(o).has_value());
+  // The key still attached 2 ms after the bound: the cluster kept a lease nobody renewed.
+  o.key_seen = true;
+  o.seen_create_revision = 41;
+  auto v = epoch::chaos::CheckLeaseExpiry(o);
+  REQUIRE(v.has_value());
+  CHECK(v->checker == "lease-expiry");
+  CHECK_THAT(v->what, Catch::Contains("still read 2.0 ms after"));
+  // Seen before the bound passed: allowed.
+  o.read_sent_ns = 7'100 * kMs;
+  CHECK_FALSE(epoch::chaos::CheckLeaseExpiry(o).has_value());
+}
+
 TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
   using epoch::chaos::FaultKind;
-  auto s = epoch::chaos::FaultSchedule(42, 20);
+  auto s = epoch::chaos::FaultSchedule(42, 21);
   std::set<FaultKind> kinds(s.begin(), s.end());
   CHECK(static_cast<int>(kinds.size()) == epoch::chaos::kFaultKinds);
   CHECK(std::count(s.begin(), s.end(), FaultKind::kKillLeader) == 3);
   CHECK(std::count(s.begin(), s.end(), FaultKind::kMemberReplace) == 2);
-  // Without runtime membership (peer TLS), a cycle is 18 faults and never a replacement.
-  auto tls = epoch::chaos::FaultSchedule(42, 36, {}, false);
+  CHECK(std::count(s.begin(), s.end(), FaultKind::kClockSkew) == 1);
+  // Without runtime membership (peer TLS), a cycle is 19 faults and never a replacement.
+  auto tls = epoch::chaos::FaultSchedule(42, 38, {}, false);
   CHECK(std::count(tls.begin(), tls.end(), FaultKind::kMemberReplace) == 0);
-  CHECK(static_cast<int>(std::set<FaultKind>(tls.begin(), tls.begin() + 18).size()) ==
+  CHECK(static_cast<int>(std::set<FaultKind>(tls.begin(), tls.begin() + 19).size()) ==
         epoch::chaos::kFaultKinds - 1);
+  CHECK(epoch::chaos::FaultByName("clock-skew") == FaultKind::kClockSkew);
   CHECK(epoch::chaos::FaultByName("member-replace") == FaultKind::kMemberReplace);
   CHECK(epoch::chaos::FaultSchedule(42, 40) == epoch::chaos::FaultSchedule(42, 40));
   auto kills = epoch::chaos::FaultSchedule(1, 9, {epoch::chaos::FaultKind::kKillLeader});
@@ -178,7 +324,8 @@ TEST_CASE("fault schedule injects every kind within one cycle", "[chaos]") {
   CHECK_FALSE(epoch::chaos::FaultByName("no-such-fault").has_value());
 }
 
-TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint obeys", "[chaos]") {
+TEST_CASE("epochd hooks - peers dial through the proxies, the disk and clock failpoints obey",
+          "[chaos]") {
   auto cc = epoch::chaos::ChaosCluster::Start({EPOCH_EPOCHD_PATH, 3, {}, 7, false});
   REQUIRE(cc.ok());
   epoch::test::TestCluster& tc = (*cc)->nodes();
@@ -191,6 +338,40 @@ TEST_CASE("epochd hooks - peers dial through the proxies and the disk failpoint 
   CHECK_FALSE((*cc)->Disk(*leader, "sync_delay_ms=99999999").ok());
   CHECK((*cc)->Disk(*leader, "sync_delay_ms=5").ok());
   CHECK((*cc)->Disk(*leader, "clear=1").ok());
+
+  // The clock failpoint refuses rates outside (0, 2]; a rate it accepts drives the leader's
+  // cluster clock (the lease manager's clock): at rate 2 it runs at least 1.4 times as fast as
+  // this process' monotonic clock between two ClockStatus reads (the reads' own latency only
+  // lowers the ratio), where rate 1 would give about 1.
+  CHECK_FALSE((*cc)->Clock(*leader, "rate=0").ok());
+  CHECK_FALSE((*cc)->Clock(*leader, "rate=2.5").ok());
+  CHECK_FALSE((*cc)->Clock(*leader, "bogus=1").ok());
+  REQUIRE((*cc)->Clock(*leader, "rate=2").ok());
+  {
+    epoch::client::ClientOptions o;
+    o.endpoints = {(*cc)->ClientEndpoints()[static_cast<std::size_t>(*leader)]};
+    auto c = epoch::client::Client::Create(o);
+    REQUIRE(c.ok());
+    auto first = epoch::client::ClockStatus(**c);
+    const auto first_back = std::chrono::steady_clock::now();
+    REQUIRE(first.ok());
+    REQUIRE(first->leader_clock_running());
+    std::int64_t advanced_ms = 0;
+    double real_ms = 0;
+    CHECK(epoch::test_support::Eventually(
+        [&] {
+          const auto sent = std::chrono::steady_clock::now();
+          auto now = epoch::client::ClockStatus(**c);
+          if (!now.ok()) return false;
+          advanced_ms = now->now_cluster_ms() - first->now_cluster_ms();
+          real_ms = std::chrono::duration<double, std::milli>(sent - first_back).count();
+          return advanced_ms >= 2000;
+        },
+        std::chrono::seconds(10), epoch::test_support::kProcessPoll));
+    INFO("cluster clock +" << advanced_ms << " ms in at most " << real_ms << " ms");
+    CHECK(static_cast<double>(advanced_ms) > 1.4 * real_ms);
+  }
+  CHECK((*cc)->Clock(*leader, "clear=1").ok());
 
   // Cutting the leader's proxied links must make the others elect a new leader: proof that the
   // peer traffic really goes through the proxies (--peer-dial-override).

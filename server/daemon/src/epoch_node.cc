@@ -10,6 +10,7 @@
 #include <set>
 
 #include "client_port_mux.h"
+#include "clock_failpoint.h"
 #include "disk_failpoint.h"
 #include "durability_watch.h"
 #include "epoch/api/auth_service.h"
@@ -202,7 +203,10 @@ class EpochNode::Impl {
   // 1. Storage.
   wal::PosixFileSystem fs_;
   std::unique_ptr<DiskFailpoint> disk_failpoint_;  // --enable-failpoints only
-  LatencyHistogram fsync_latency_;                 // observed on the WAL's sync thread
+  // --enable-failpoints only: the tick clock of the driver and the lease manager, and its rate.
+  std::unique_ptr<ScaledClock> tick_clock_;
+  std::unique_ptr<ClockFailpoint> clock_failpoint_;
+  LatencyHistogram fsync_latency_;  // observed on the WAL's sync thread
   // The same fdatasyncs with etcd's buckets: ExponentialBuckets(0.001, 2, 14), 1 ms to 8.192 s.
   Histogram wal_fsync_{Histogram::ExponentialBuckets(0.001, 2, 14)};
   std::unique_ptr<wal::Wal> wal_;
@@ -284,6 +288,12 @@ class EpochNode::Impl {
     return p == nullptr ? std::string() : p->name;
   }
   void StartRemovalProbe();
+  // The driver's and the lease manager's monotonic clock: tick_clock_ under --enable-failpoints,
+  // else empty (steady_clock).
+  std::function<std::chrono::steady_clock::time_point()> TickClock() {
+    if (!tick_clock_) return {};
+    return [clock = tick_clock_.get()] { return clock->Now(); };
+  }
   void BuildServices();
   void Subscribe();
   Status StartServing();
@@ -333,7 +343,11 @@ Status EpochNode::Impl::OpenStorage() {
     fsync_latency_.Observe(e.sync_duration);
     wal_fsync_.Observe(e.sync_duration);
   };
-  if (config_.enable_failpoints) disk_failpoint_ = std::make_unique<DiskFailpoint>(fs_);
+  if (config_.enable_failpoints) {
+    disk_failpoint_ = std::make_unique<DiskFailpoint>(fs_);
+    tick_clock_ = std::make_unique<ScaledClock>();
+    clock_failpoint_ = std::make_unique<ClockFailpoint>(*tick_clock_);
+  }
   auto wal = wal::Wal::Open(fs_, config_.data_dir + "/wal", wal_options);
   if (!wal.ok()) return wal.status().Annotate("open WAL");
   wal_ = std::move(*wal);
@@ -461,6 +475,7 @@ void EpochNode::Impl::BuildReplication() {
   dopts.seed =
       config_.self_id().value() ^
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  dopts.clock = TickClock();
   durability_ = std::make_unique<DurabilityWatch>(*log_);
   driver_ = std::make_unique<RaftDriver>(executors_.loop(Executors::Loop::kRaft), dopts,
                                          *durability_, *state_machine_, *sender_);
@@ -494,7 +509,9 @@ void EpochNode::Impl::BuildReplication() {
 void EpochNode::Impl::BuildServices() {
   context_ = std::make_unique<NodeContext>(config_, *driver_, *store_, executors_.read_pool(),
                                            peer_forwarder_.get());
-  lease_manager_ = std::make_unique<LeaseManager>(*context_, LeaseOptions{});
+  LeaseOptions lease_options;
+  lease_options.clock = TickClock();  // the driver's: the lease and the cluster clock tick with it
+  lease_manager_ = std::make_unique<LeaseManager>(*context_, std::move(lease_options));
   rpc_server_ = std::make_unique<rpc::Server>(config_.grpc_threads);
   txn_read_throttle_ =
       std::make_unique<TxnReadThrottle>(config_.txn_read_refusal_limits, client_peers_);
@@ -824,6 +841,9 @@ void EpochNode::Impl::Shutdown() {
 void EpochNode::Impl::Http(const std::string& path, MetricsHttp::Respond respond) {
   if (disk_failpoint_ && path.starts_with(DiskFailpoint::kPathPrefix)) {
     return respond(disk_failpoint_->Handle(path));
+  }
+  if (clock_failpoint_ && path.starts_with(ClockFailpoint::kPathPrefix)) {
+    return respond(clock_failpoint_->Handle(path));
   }
   if (path == "/health") return health_->Health(std::move(respond));
   if (path == "/readyz" || path == "/ready") return health_->Ready(std::move(respond));

@@ -1,10 +1,10 @@
 // ChaosCluster: a real epochd cluster on loopback (tests/support TestCluster) whose peer links
 // all go through a ProxyNet, started with --enable-failpoints so the WAL disk can be slowed or
-// stalled at run time, plus the cluster-wide operations the chaos harness needs: leadership
-// transfer (Maintenance.MoveLeader), the convergence check (equal HashKV at one revision), and
-// runtime membership: removing a slot's member and adding a fresh one (a new name, member ID,
-// data directory and peer URL) as a learner that joins with --initial-cluster-state existing and
-// is promoted once caught up.
+// stalled and a member's tick clock run fast or slow at run time, plus the cluster-wide operations
+// the chaos harness needs: leadership transfer (Maintenance.MoveLeader), the convergence check
+// (equal HashKV at one revision), and runtime membership: removing a slot's member and adding a
+// fresh one (a new name, member ID, data directory and peer URL) as a learner that joins with
+// --initial-cluster-state existing and is promoted once caught up.
 //
 // Slots: node index i is a slot with fixed ports (client, peer listener, metrics) and fixed proxy
 // links; the member in it may change. A member added at run time is dialled by the cluster at the
@@ -50,6 +50,9 @@ struct ChaosClusterOptions {
   // epochd --snapshot-count (0: epochd's default): small, so members that join or fall behind
   // catch up from a snapshot.
   int snapshot_count = 0;
+  // epochd --snapshot-catchup-entries (0: its default, 5,000): the log tail kept after a
+  // compaction. Small, so a follower that lags by more catches up from a snapshot.
+  int snapshot_catchup_entries = 0;
 };
 
 class ChaosCluster {
@@ -64,6 +67,8 @@ class ChaosCluster {
 
   // GET /failpoint/disk?<query> on node i (disk_failpoint.h in server/).
   [[nodiscard]] Status Disk(int i, std::string_view query);
+  // GET /failpoint/clock?<query> on node i: rate=R or clear=1 (clock_failpoint.h in server/).
+  [[nodiscard]] Status Clock(int i, std::string_view query);
   // Maintenance.MoveLeader sent to the leader `from`, naming node `to`.
   [[nodiscard]] Status MoveLeader(int from, int to);
   // Waits until every running node reports the same revision, then compares HashKV at it.

@@ -41,9 +41,14 @@ enum class FaultKind : std::uint8_t {
   kMoveLeader,       // Maintenance.MoveLeader to a follower
   kMemberReplace,    // a voter removed (sometimes the leader), a fresh learner added and promoted
   kTimingChange,     // a new cluster election timeout rolled out under load, then the old one
+  kClockSkew,        // one member's tick clock fast or slow within the drift bound ρ
   kCount,
 };
 inline constexpr int kFaultKinds = static_cast<int>(FaultKind::kCount);
+
+// epochd's --max-clock-drift ρ, which the chaos clusters keep: the clock-skew fault stays within
+// it, and the fenced workers' sessions assume it (docs/timing-and-safety.md §1, §8).
+inline constexpr double kMaxClockDrift = 0.05;
 
 [[nodiscard]] std::string_view FaultName(FaultKind kind);
 
@@ -65,6 +70,9 @@ struct FaultContext {
   std::mt19937_64& rng;
   std::vector<double>& failover_ms;  // appended by kKillLeader
   std::vector<double>& replace_ms;   // appended by kMemberReplace: MemberAdd to promoted voter
+  // Appended by kPauseWorker: the paused holder's lock key read after its lease's deadline plus
+  // the published bound (lock_workload.h, CheckLeaseExpiry).
+  std::vector<LeaseObservation>& lease_checks;
 };
 
 // Injects `kind`, holds it, heals it. Returns what was done ("kill n2 (leader) ..."), or an error
