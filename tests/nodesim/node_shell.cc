@@ -48,6 +48,8 @@ NodeShell::NodeShell(NodeShellOptions options, std::vector<NodeId> voters,
 
 NodeShell::~NodeShell() { (void)Crash(0); }
 
+void NodeShell::ClearDiskFault() { sync_fault_->armed = false; }
+
 void NodeShell::FailNextSync(bool power_loss, std::uint64_t seed) {
   sync_fault_->armed = true;
   sync_fault_->power_loss = power_loss;

@@ -83,6 +83,7 @@ class NodeShell {
   // frame written and not synced, if `power_loss`. The WAL fails for good and the driver stops
   // (fail-stop, never a retry); failed() then holds until the next Start.
   void FailNextSync(bool power_loss, std::uint64_t seed);
+  void ClearDiskFault();
   [[nodiscard]] bool failed() const { return failed_; }
   // Incremented by every Start: events of an earlier life are ignored.
   [[nodiscard]] std::uint64_t incarnation() const { return incarnation_; }

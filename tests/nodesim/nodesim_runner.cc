@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
             "{}\n  re-run: nodesim_runner --first {} --seeds 1 --fault-phase-ms {} --verbose\n",
             r.Describe(), seed, fault_phase_ms);
       } else if (verbose) {
-        fmt::print("{}\n", r.Describe());
+        fmt::print("{} (trace {:016x})\n", r.Describe(), r.trace);
       }
     }
   };

@@ -707,6 +707,7 @@ class World {
     healed_ = true;
     network_.HealAll();
     for (int i = 0; i < swarm_.nodes; ++i) {
+      nodes_[i]->ClearDiskFault();
       disk_slow_[i] = 1;
       paused_until_[static_cast<std::size_t>(i)] = 0;
       if (!nodes_[i]->up()) StartNode(i);
@@ -770,7 +771,12 @@ class World {
     while (now_ < give_up) {
       RunUntil(now_ + 50 * kMs);
       std::set<std::uint64_t> applied;
-      for (auto& node : nodes_) applied.insert(node->driver().status().applied.value());
+      bool all_up = true;
+      for (auto& node : nodes_) {
+        all_up = all_up && node->up();
+        if (node->up()) applied.insert(node->driver().status().applied.value());
+      }
+      if (!all_up) continue;  // a member that failed-stop just before the heal restarts soon
       if (applied.size() != 1) continue;
       std::set<std::uint64_t> hashes;
       for (auto& node : nodes_) {
