@@ -616,12 +616,18 @@ class World {
 
   std::int64_t Hold() { return nemesis_rng_.Range(300 * kMs, 3 * kSec); }
 
-  void RestoreLinks(int node) {
+  // Every peer link to and from `node`, both directions.
+  template <typename Fn>
+  void ForEachLinkOf(int node, Fn fn) {
     for (int j = 0; j < swarm_.nodes; ++j) {
       if (j == node) continue;
-      network_.link(node, j) = network_.base();
-      network_.link(j, node) = network_.base();
+      fn(network_.link(node, j));
+      fn(network_.link(j, node));
     }
+  }
+
+  void RestoreLinks(int node) {
+    ForEachLinkOf(node, [this](sim::LinkState& l) { l = network_.base(); });
   }
 
   void Nemesis() {
@@ -653,11 +659,7 @@ class World {
     } else if (kind == "pause") {
       paused_until_[static_cast<std::size_t>(v)] = now_ + nemesis_rng_.Range(50 * kMs, 2 * kSec);
     } else if (kind == "partition") {
-      for (int j = 0; j < swarm_.nodes; ++j) {
-        if (j == v) continue;
-        network_.link(v, j).cut = true;
-        network_.link(j, v).cut = true;
-      }
+      ForEachLinkOf(v, [](sim::LinkState& l) { l.cut = true; });
       At(now_ + Hold(), [this, v] { RestoreLinks(v); });
     } else if (kind == "partition-oneway") {
       const bool out = nemesis_rng_.Chance(0.5);
@@ -667,21 +669,14 @@ class World {
       At(now_ + Hold(), [this, v] { RestoreLinks(v); });
     } else if (kind == "link-loss") {
       const double p = 0.05 + nemesis_rng_.Unit() * 0.25;
-      for (int j = 0; j < swarm_.nodes; ++j) {
-        if (j == v) continue;
-        network_.link(v, j).drop = p;
-        network_.link(j, v).drop = p;
-      }
+      ForEachLinkOf(v, [p](sim::LinkState& l) { l.drop = p; });
       At(now_ + Hold(), [this, v] { RestoreLinks(v); });
     } else if (kind == "link-delay") {
       const std::int64_t extra = nemesis_rng_.Range(10 * kMs, 100 * kMs);
-      for (int j = 0; j < swarm_.nodes; ++j) {
-        if (j == v) continue;
-        for (sim::LinkState* l : {&network_.link(v, j), &network_.link(j, v)}) {
-          l->delay_min_us += extra;
-          l->delay_max_us += extra;
-        }
-      }
+      ForEachLinkOf(v, [extra](sim::LinkState& l) {
+        l.delay_min_us += extra;
+        l.delay_max_us += extra;
+      });
       At(now_ + Hold(), [this, v] { RestoreLinks(v); });
     } else if (kind == "clock-rate") {
       nodes_[v]->clock().SetRate(DrawRate(nemesis_rng_));

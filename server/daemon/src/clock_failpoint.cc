@@ -5,16 +5,15 @@
 
 #include <charconv>
 
+#include "failpoint_query.h"
+
 namespace epoch::server {
 
 HttpReply ClockFailpoint::Handle(std::string_view target) {
-  std::string_view query = target.substr(kPathPrefix.size());
-  std::size_t eq = query.find('=');
-  if (query.empty() || query[0] != '?' || eq == std::string_view::npos) {
-    return {400, "expected /failpoint/clock?rate=R (0 < R <= 2) or ?clear=1\n"};
-  }
-  std::string_view name = query.substr(1, eq - 1);
-  std::string_view text = query.substr(eq + 1);
+  const std::optional<FailpointQuery> query = ParseFailpointQuery(target, kPathPrefix.size());
+  if (!query) return {400, "expected /failpoint/clock?rate=R (0 < R <= 2) or ?clear=1\n"};
+  const std::string_view name = query->key;
+  const std::string_view text = query->value;
   double rate = 1.0;
   if (name == "rate") {
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), rate);

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <chrono>
 
+#include "failpoint_query.h"
+
 namespace epoch::server {
 namespace {
 
@@ -29,14 +31,11 @@ DiskFailpoint::~DiskFailpoint() {
 }
 
 HttpReply DiskFailpoint::Handle(std::string_view target) {
-  std::string_view query = target.substr(kPathPrefix.size());
-  std::size_t eq = query.find('=');
-  if (query.empty() || query[0] != '?' || eq == std::string_view::npos) {
-    return {400, "expected /failpoint/disk?sync_delay_ms=N, ?stall=0|1 or ?clear=1\n"};
-  }
-  std::string_view name = query.substr(1, eq - 1);
+  const std::optional<FailpointQuery> query = ParseFailpointQuery(target, kPathPrefix.size());
+  if (!query) return {400, "expected /failpoint/disk?sync_delay_ms=N, ?stall=0|1 or ?clear=1\n"};
+  const std::string_view name = query->key;
   long value = 0;
-  if (!ParseNumber(query.substr(eq + 1), &value) || value < 0) {
+  if (!ParseNumber(query->value, &value) || value < 0) {
     return {400, fmt::format("bad value in '{}': expected a non-negative integer\n", target)};
   }
   using wal::FsOp;
