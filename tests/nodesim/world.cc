@@ -787,7 +787,19 @@ class World {
       Trace(*hashes.begin());
       return;
     }
-    throw Violation("convergence", "members never reached the same applied index");
+    std::string members;
+    for (auto& node : nodes_) {
+      if (!node->up()) {
+        members += fmt::format(" {:x}: down;", node->id().value());
+        continue;
+      }
+      const server::DriverStatus st = node->driver().status();
+      members += fmt::format(" {:x}: {} term {} commit {} applied {} last {}{};", st.id.value(),
+                             raft::RoleName(st.role), st.term.value(), st.commit.value(),
+                             st.applied.value(), st.last_index.value(),
+                             node->DiskPending() ? ", WAL requests waiting for the disk" : "");
+    }
+    throw Violation("convergence", "members never reached the same applied index:" + members);
   }
 
   void CheckHistory() {
