@@ -150,8 +150,12 @@ void Raft::HandleAppendResponse(const Message& m, Progress& pr) {
     return;
   }
   const bool was_paused = pr.IsPaused();
-  // A probe answered at the match we already knew still proves the match point: replicate.
-  const bool probe_confirmed = pr.state == ProgressState::kProbe && pr.match == m.index;
+  // A probe answered at the match we already knew still proves the match point: replicate. The
+  // answer must cover the probe (its prev index is next - 1): an answer without an index — what a
+  // member of a newer term sends back for a stale append (StepStaleTerm) — confirms nothing, and
+  // taking it for a probe answered at match 0 would set next to 1 and wedge the peer.
+  const bool probe_confirmed =
+      pr.state == ProgressState::kProbe && pr.match == m.index && m.index.Next() >= pr.next;
   if (!pr.MaybeUpdate(m.index) && !probe_confirmed) return;
   switch (pr.state) {
     case ProgressState::kProbe: pr.BecomeReplicate(); break;

@@ -42,6 +42,16 @@ TEST_CASE("a whole-node run replays exactly from its seed", "[nodesim]") {
   CHECK(a.messages == b.messages);
 }
 
+TEST_CASE("a stale-term answer to an append does not wedge the leader's progress of a member",
+          "[nodesim][regression]") {
+  // Campaign seed 104945: a member restarted after a power loss during a WAL fdatasync answered
+  // a delayed append of the previous term with StepStaleTerm's answer (no index); the new leader,
+  // probing it at match 0, took that for a probe confirmed at 0 and never sent it another entry.
+  const WorldResult r = Run(104945, 20'000'000);
+  INFO(r.Describe());
+  CHECK(r.ok);
+}
+
 // A planted bug must be caught by the invariant it breaks within the first seeds of the ordinary
 // swarm (no hand-made schedule). Returns the first catching seed.
 std::uint64_t FirstCatch(const std::string& mutation, const std::set<std::string>& invariants,
