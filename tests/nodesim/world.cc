@@ -136,8 +136,7 @@ class World {
       o.raft.id = ids[i];
       o.raft.max_clock_drift = swarm_.rho;
       o.raft.mutations = options_.mutations;
-      o.driver_mutations.answer_replaced_entry = options_.answer_replaced_entry;
-      o.driver_mutations.read_before_apply = options_.read_before_apply;
+      o.driver_mutations = options_.driver_mutations;
       o.store_dir = fmt::format("{}/n{}", dir_.path(), i + 1);
       o.seed = options_.seed * 31 + static_cast<std::uint64_t>(i);
       o.schedule = [this, i](std::int64_t delay_us, std::uint64_t life,
@@ -868,11 +867,18 @@ std::string WorldResult::Describe() const {
 }
 
 namespace {
+template <typename Flags>
 struct NamedMutation {
   const char* name;
-  bool raft::Config::Mutations::*flag;
+  bool Flags::*flag;
 };
-constexpr NamedMutation kCoreMutations[] = {
+using CoreMutation = NamedMutation<raft::Config::Mutations>;
+using DriverMutation = NamedMutation<server::RaftDriverOptions::Mutations>;
+constexpr DriverMutation kDriverMutations[] = {
+    {"node:answer_replaced_entry", &server::RaftDriverOptions::Mutations::answer_replaced_entry},
+    {"node:read_before_apply", &server::RaftDriverOptions::Mutations::read_before_apply},
+};
+constexpr CoreMutation kCoreMutations[] = {
     {"no_election_restriction", &raft::Config::Mutations::no_election_restriction},
     {"commit_prior_term_by_counting", &raft::Config::Mutations::commit_prior_term_by_counting},
     {"lease_without_drift_margin", &raft::Config::Mutations::lease_without_drift_margin},
@@ -883,30 +889,29 @@ constexpr NamedMutation kCoreMutations[] = {
     {"lease_from_own_floor", &raft::Config::Mutations::lease_from_own_floor},
     {"lower_floor_without_hold", &raft::Config::Mutations::lower_floor_without_hold},
 };
-}  // namespace
 
-bool SetMutation(const std::string& name, WorldOptions* options) {
-  if (name == "node:read_before_apply") {
-    options->read_before_apply = true;
-    return true;
-  }
-  if (name == "node:answer_replaced_entry") {
-    options->answer_replaced_entry = true;
-    return true;
-  }
-  for (const NamedMutation& m : kCoreMutations) {
+template <typename Flags, std::size_t N>
+bool SetNamed(const NamedMutation<Flags> (&table)[N], const std::string& name, Flags* flags) {
+  for (const NamedMutation<Flags>& m : table) {
     if (name == m.name) {
-      options->mutations.*m.flag = true;
+      flags->*m.flag = true;
       return true;
     }
   }
   return false;
 }
+}  // namespace
+
+bool SetMutation(const std::string& name, WorldOptions* options) {
+  return SetNamed(kDriverMutations, name, &options->driver_mutations) ||
+         SetNamed(kCoreMutations, name, &options->mutations);
+}
 
 std::string MutationNames() {
-  std::string names = "node:answer_replaced_entry, node:read_before_apply";
-  for (const NamedMutation& m : kCoreMutations) names += ", " + std::string(m.name);
-  return names;
+  std::string names;
+  for (const DriverMutation& m : kDriverMutations) names += std::string(m.name) + ", ";
+  for (const CoreMutation& m : kCoreMutations) names += std::string(m.name) + ", ";
+  return names.substr(0, names.size() - 2);
 }
 
 WorldResult RunWorld(const WorldOptions& options) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "epoch/raft/config.h"
+#include "epoch/replication/raft_driver.h"
 
 namespace epoch::nodesim {
 
@@ -36,9 +37,8 @@ struct WorldOptions {
   std::int64_t fault_phase_us = 20'000'000;
   // Core mutations (raft::Config::Mutations) every node runs with: a checker must catch each.
   raft::Config::Mutations mutations;
-  // The driver's planted bugs (server::RaftDriverOptions::Mutations).
-  bool answer_replaced_entry = false;
-  bool read_before_apply = false;
+  // The driver's planted bugs.
+  server::RaftDriverOptions::Mutations driver_mutations;
   bool verbose = false;
 };
 
